@@ -1,0 +1,67 @@
+"""One place that knows how to start Spark for this project.
+
+The embedded (`local`) settings live in `profiles/profiles.yml` so that `dbt build`
+(dbt-spark `method: session`) and the ingestion start identical sessions that share
+one metastore and warehouse. On a cluster (`spark-submit`) the session already exists
+and keeps the cluster's own settings.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Mapping
+
+import jinja2
+import yaml
+from pyspark.sql import SparkSession
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+PROFILES_FILE = PROJECT_DIR / "profiles" / "profiles.yml"
+PROFILE_NAME = "cdc_lakehouse"
+
+
+class ProfileError(RuntimeError):
+    """The dbt profile cannot provide Spark settings for the requested target."""
+
+
+def _env_var(name: str, default: str | None = None) -> str:
+    value = os.environ.get(name, default)
+    if value is None:
+        raise ProfileError(f"environment variable {name} is not set and has no default in {PROFILES_FILE}")
+    return value
+
+
+def profile_spark_settings(target: str = "local", profiles_file: Path = PROFILES_FILE) -> dict[str, str]:
+    """Render `profiles.yml` as dbt does (only `env_var` is needed) and return the
+    target's `server_side_parameters`."""
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    env.globals["env_var"] = _env_var
+    env.filters["as_number"] = lambda v: v
+    rendered = env.from_string(profiles_file.read_text()).render()
+    outputs = (yaml.safe_load(rendered) or {}).get(PROFILE_NAME, {}).get("outputs", {})
+    if target not in outputs:
+        raise ProfileError(f"target {target!r} not found in {profiles_file}; known: {sorted(outputs)}")
+    if outputs[target].get("method") != "session":
+        raise ProfileError(
+            f"target {target!r} in {profiles_file} is not an embedded (method: session) target; "
+            "on a cluster run the ingestion with spark-submit instead"
+        )
+    return {str(k): str(v) for k, v in outputs[target].get("server_side_parameters", {}).items()}
+
+
+def get_session(target: str | None = "local", overrides: Mapping[str, str] | None = None) -> SparkSession:
+    """The active SparkSession, or a new embedded one configured from the profile target.
+
+    `target=None` means "use whatever spark-submit configured" (cluster runs)."""
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    builder = SparkSession.builder
+    settings = profile_spark_settings(target) if target else {}
+    settings.update(overrides or {})
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    session = builder.enableHiveSupport().getOrCreate()
+    session.sparkContext.setLogLevel(os.environ.get("CDC_SPARK_LOG_LEVEL", "ERROR"))
+    return session

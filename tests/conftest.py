@@ -1,0 +1,41 @@
+"""Shared fixtures: one embedded SparkSession for the whole test run.
+
+dbt (dbt-spark `method: session`) invoked in-process reuses this session, so a test
+pays for one JVM start. The lakehouse (metastore + warehouse) is a fresh temporary
+folder per run, never the project's own ./lakehouse.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Set before Spark or dbt read them; `profiles.yml` renders these.
+_RUN_DIR = Path(tempfile.mkdtemp(prefix="cdc-lakehouse-test-"))
+os.environ["CDC_LAKEHOUSE_DIR"] = str(_RUN_DIR / "lakehouse")
+os.environ.setdefault("CDC_SPARK_JARS", str(ROOT / ".jars" / "hudi-spark3.5-bundle_2.12.jar"))
+os.environ.setdefault("CDC_SPARK_MASTER", "local[2]")
+os.environ["DBT_PROFILES_DIR"] = str(ROOT / "profiles")
+os.environ["TZ"] = "UTC"
+
+
+@pytest.fixture(scope="session")
+def run_dir() -> Path:
+    return _RUN_DIR
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from ingestion.spark import get_session
+
+    jar = Path(os.environ["CDC_SPARK_JARS"])
+    if not jar.exists():
+        pytest.fail(f"{jar} is missing: run `make setup` first", pytrace=False)
+    session = get_session("local")
+    yield session
+    session.stop()
