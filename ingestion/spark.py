@@ -37,9 +37,8 @@ def profile_spark_settings(target: str = "local", profiles_file: Path = PROFILES
     target's `server_side_parameters`."""
     env = jinja2.Environment(undefined=jinja2.StrictUndefined)
     env.globals["env_var"] = _env_var
-    env.filters["as_number"] = lambda v: v
-    rendered = env.from_string(profiles_file.read_text()).render()
-    outputs = (yaml.safe_load(rendered) or {}).get(PROFILE_NAME, {}).get("outputs", {})
+    # Like dbt, render only the values of the chosen target (others may need unset variables).
+    outputs = (yaml.safe_load(profiles_file.read_text()) or {}).get(PROFILE_NAME, {}).get("outputs", {})
     if target not in outputs:
         raise ProfileError(f"target {target!r} not found in {profiles_file}; known: {sorted(outputs)}")
     if outputs[target].get("method") != "session":
@@ -47,7 +46,8 @@ def profile_spark_settings(target: str = "local", profiles_file: Path = PROFILES
             f"target {target!r} in {profiles_file} is not an embedded (method: session) target; "
             "on a cluster run the ingestion with spark-submit instead"
         )
-    return {str(k): str(v) for k, v in outputs[target].get("server_side_parameters", {}).items()}
+    parameters = outputs[target].get("server_side_parameters", {})
+    return {str(k): env.from_string(str(v)).render() for k, v in parameters.items()}
 
 
 def get_session(target: str | None = "local", overrides: Mapping[str, str] | None = None) -> SparkSession:
