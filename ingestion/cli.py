@@ -1,0 +1,111 @@
+"""Command line: `python -m ingestion` / `cdc-ingest`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from ingestion.errors import IngestionError, UsageError
+from ingestion.pipeline import IngestConfig, default_sources_yml, run
+
+log = logging.getLogger("ingestion")
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_QUARANTINED = 3
+
+EPILOG = f"""\
+input layout (Kafka Connect S3 sink, JSON lines, one record value per line):
+  INPUT/<topic>/partition=<n>/<topic>+<n>+<startOffset>.json
+  line i (0-based, tombstones included) of a file has Kafka offset startOffset + i.
+
+what it writes (Hudi COPY_ON_WRITE tables in the bronze schema):
+  <schema>.<table>            one per topic; table = topic lower-cased, other chars -> '_'
+  <schema>._quarantine        records that cannot be landed, with the reason and raw line
+  <schema>._ingested_files    ledger of finished files; they are skipped on later runs
+  Debezium envelopes and ExtractNewRecordState-flattened records are accepted, with or
+  without the JsonConverter {{schema, payload}} wrapper; tombstones are counted, not landed.
+
+exit codes:
+  {EXIT_OK}  ok
+  {EXIT_QUARANTINED}  the run finished but some records were quarantined
+  {EXIT_USAGE}  usage error (bad arguments)
+  {EXIT_FAILURE}  failure (nothing after the failing step was written; rerun is safe)
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cdc-ingest",
+        description="Land Debezium change events from Kafka Connect S3-sink files into bronze Hudi tables.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--input", required=True, metavar="DIR_OR_URI",
+        help="the sink's `topics/` folder: a local path or any Hadoop URI (s3a://, hdfs://, file:...)",
+    )
+    parser.add_argument(
+        "--target", default="local", choices=["local", "none"],
+        help="`local`: start the embedded Spark from profiles/profiles.yml (default); "
+        "`none`: use the session spark-submit created",
+    )
+    parser.add_argument("--bronze-schema", default="bronze", help="schema (database) of the bronze tables (default: bronze)")
+    parser.add_argument(
+        "--sources-yml", type=Path, default=None, metavar="PATH",
+        help=f"dbt sources YAML declaring primary keys (source `bronze`, meta.topic/meta.primary_key); "
+        f"default: {default_sources_yml()}; a missing file only disables the key check",
+    )
+    parser.add_argument(
+        "--topics", default=None, metavar="REGEX",
+        help="only topics whose folder name fully matches REGEX (default: all)",
+    )
+    parser.add_argument(
+        "--reprocess", action="store_true",
+        help="ignore the ledger and read every file again (keyed inserts drop what is already there)",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return int(exc.code or 0)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    config = IngestConfig(
+        input_uri=args.input,
+        bronze_schema=args.bronze_schema,
+        sources_yml=args.sources_yml,
+        topics=args.topics,
+        reprocess=args.reprocess,
+    )
+    try:
+        from ingestion.spark import get_session
+
+        spark = get_session(None if args.target == "none" else args.target)
+        summary = run(spark, config)
+    except UsageError as exc:
+        log.error("%s", exc)
+        return EXIT_USAGE
+    except IngestionError as exc:
+        log.error("%s", exc)
+        return EXIT_FAILURE
+    except Exception:  # noqa: BLE001 - report any crash as exit 1 with its traceback
+        log.exception("ingestion failed")
+        return EXIT_FAILURE
+    print(summary.render())
+    return EXIT_QUARANTINED if summary.quarantined else EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,23 @@
+"""Exception types of the ingestion; each message names what is wrong and where."""
+
+from __future__ import annotations
+
+
+class IngestionError(RuntimeError):
+    """A run cannot proceed (exit code 1)."""
+
+
+class UsageError(IngestionError):
+    """The command line asks for something impossible (exit code 2)."""
+
+
+class InputNotFoundError(IngestionError):
+    """The `--input` folder or URI does not exist."""
+
+
+class SourcesFileError(IngestionError):
+    """The dbt sources YAML exists but cannot be understood."""
+
+
+class TableNameError(ValueError):
+    """A topic (or a schema name) cannot be turned into a safe SQL identifier."""

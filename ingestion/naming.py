@@ -1,0 +1,59 @@
+"""Topic -> table names, SQL identifier checks and the Kafka Connect S3 file-name pattern."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ingestion.errors import TableNameError
+
+IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]*$")
+MAX_IDENTIFIER_LENGTH = 128
+# Kafka Connect S3 sink (DefaultPartitioner): <topic>+<kafkaPartition>+<startOffset>.json
+FILE_NAME = re.compile(r"^(?P<topic>.+)\+(?P<partition>\d+)\+(?P<offset>\d+)\.json$")
+FILE_NAME_PATTERN = "<topic>+<partition>+<startOffset>.json"
+PARTITION_DIR = re.compile(r"^partition=(?P<partition>\d+)$")
+
+
+def validate_identifier(name: str, what: str = "identifier") -> str:
+    """Return `name` if it is a plain lower-case SQL identifier, else raise TableNameError."""
+    if not IDENTIFIER.match(name):
+        raise TableNameError(f"{what} {name!r} must match {IDENTIFIER.pattern}")
+    if len(name) > MAX_IDENTIFIER_LENGTH:
+        raise TableNameError(f"{what} {name!r} is longer than {MAX_IDENTIFIER_LENGTH} characters")
+    return name
+
+
+def table_for_topic(topic: str) -> str:
+    """`pagila.public.film_actor` -> `pagila_public_film_actor` (lower case, other chars -> `_`)."""
+    table = re.sub(r"[^a-z0-9_]", "_", topic.lower())
+    return validate_identifier(table, f"table name for topic {topic!r}:")
+
+
+def quote(identifier: str) -> str:
+    """Backtick-quote an identifier (identifiers are validated too; quoting is belt and braces)."""
+    return "`" + identifier.replace("`", "``") + "`"
+
+
+def qualified(schema: str, table: str) -> str:
+    return f"{quote(schema)}.{quote(table)}"
+
+
+@dataclass(frozen=True)
+class ParsedFileName:
+    topic: str
+    partition: int
+    start_offset: int
+
+
+def parse_file_name(name: str) -> ParsedFileName | None:
+    """The topic, partition and first offset encoded in a sink file name, or None."""
+    match = FILE_NAME.match(name)
+    if match is None:
+        return None
+    return ParsedFileName(match["topic"], int(match["partition"]), int(match["offset"]))
+
+
+def partition_of_dir(name: str) -> int | None:
+    match = PARTITION_DIR.match(name)
+    return int(match["partition"]) if match else None

@@ -1,0 +1,193 @@
+"""One ingestion run: wires extract -> transform -> load and reports what happened.
+
+Write order is quarantine, bronze tables, then the file ledger; a crash before the
+ledger write means those files are read again next run, and the keyed
+duplicate-drop inserts keep bronze and quarantine exact.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pyspark import StorageLevel
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from ingestion import extract, load, transform
+from ingestion.errors import TableNameError, UsageError
+from ingestion.naming import validate_identifier
+from ingestion.sources import PrimaryKeys, load_primary_keys
+
+log = logging.getLogger(__name__)
+
+QUARANTINE_TABLE = "_quarantine"
+LEDGER_TABLE = "_ingested_files"
+SAMPLES_PER_TOPIC = 3
+
+
+@dataclass(frozen=True)
+class IngestConfig:
+    input_uri: str
+    bronze_schema: str = "bronze"
+    sources_yml: Path | None = None
+    topics: str | None = None
+    reprocess: bool = False  # ignore the ledger (replay everything; dup-drop keeps tables exact)
+
+
+@dataclass
+class TableSummary:
+    """Counts for one bronze table; events_read counts every line, tombstones included."""
+
+    table: str  # bronze table, or `(unmappable: <topic>)`
+    topic: str
+    files: int = 0
+    events_read: int = 0
+    landed: int = 0
+    quarantined: int = 0
+    tombstones: int = 0
+    key_checked: bool = False
+
+
+@dataclass
+class RunSummary:
+    tables: list[TableSummary] = field(default_factory=list)
+    files_skipped: int = 0  # already in the ledger
+
+    @property
+    def quarantined(self) -> int:
+        return sum(t.quarantined for t in self.tables)
+
+    def table(self, name: str) -> TableSummary:
+        return next(t for t in self.tables if t.table == name)
+
+    def render(self) -> str:
+        header = ("table", "files", "events read", "landed", "quarantined", "tombstones", "key check")
+        rows = [
+            (t.table, str(t.files), str(t.events_read), str(t.landed), str(t.quarantined), str(t.tombstones),
+             "yes" if t.key_checked else "no (not in sources yml)")
+            for t in self.tables
+        ]
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+        lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header, *rows]]
+        totals = (
+            f"{len(self.tables)} table(s), {sum(t.files for t in self.tables)} new file(s), "
+            f"{self.files_skipped} file(s) skipped as already ingested, {self.quarantined} quarantined"
+        )
+        return "\n".join([*lines, totals])
+
+
+def _validate(config: IngestConfig) -> None:
+    try:
+        validate_identifier(config.bronze_schema, "bronze schema")
+    except TableNameError as exc:
+        raise UsageError(str(exc)) from exc
+    if config.topics is not None:
+        try:
+            re.compile(config.topics)
+        except re.error as exc:
+            raise UsageError(f"--topics {config.topics!r} is not a valid regular expression: {exc}") from exc
+
+
+def _key_map(files: list[extract.SourceFile], keys: PrimaryKeys) -> dict[str, list[str]]:
+    found = {f.topic: keys.lookup(f.topic, f.table) for f in files}
+    return {topic: columns for topic, columns in found.items() if columns is not None}
+
+
+def _log_quarantine(samples: list, summary: RunSummary) -> None:
+    by_topic: dict[str, list] = {}
+    for row in samples:
+        by_topic.setdefault(row["_topic"], []).append(row)
+    for table in summary.tables:
+        if not table.quarantined:
+            continue
+        for row in by_topic.get(table.topic, []):
+            log.warning("quarantined %s line %s: %s", row["_source_file"], row["_source_line"], row["reason"])
+        more = table.quarantined - len(by_topic.get(table.topic, []))
+        if more > 0:
+            log.warning("... and %d more quarantined record(s) of topic %s", more, table.topic)
+
+
+def run(spark: SparkSession, config: IngestConfig) -> RunSummary:
+    """Ingest every new sink file under `config.input_uri`; returns the per-table summary."""
+    _validate(config)
+    sources_yml = config.sources_yml or default_sources_yml()
+    keys = load_primary_keys(sources_yml)
+    schema = config.bronze_schema
+
+    files = extract.list_source_files(spark, config.input_uri, config.topics)
+    load.ensure_schema(spark, schema)
+    done = set() if config.reprocess else load.ingested_files(spark, schema, LEDGER_TABLE)
+    new_files = [f for f in files if f.uri not in done]
+    summary = RunSummary(files_skipped=len(files) - len(new_files))
+    if not new_files:
+        log.info("no new files under %s (%d already ingested)", config.input_uri, summary.files_skipped)
+        return summary
+    log.info("reading %d new file(s) under %s", len(new_files), config.input_uri)
+
+    ingested_at = datetime.now(timezone.utc).replace(tzinfo=None)  # session time zone is UTC
+    key_map = _key_map(new_files, keys)
+    lines = transform.attach_file_info(
+        transform.split_lines(extract.read_files(spark, new_files)), extract.catalog_frame(spark, new_files)
+    )
+    classified = transform.prepare(lines, key_map).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        stats = {row["_source_file"]: row for row in transform.file_stats(classified).collect()}
+        summary.tables = _summarize(new_files, stats, key_map)
+        samples = transform.quarantine_samples(classified, SAMPLES_PER_TOPIC).collect() if summary.quarantined else []
+        _log_quarantine(samples, summary)
+
+        if summary.quarantined:
+            load.ensure_table(spark, schema, QUARANTINE_TABLE, transform.QUARANTINE_COLUMNS, transform.QUARANTINE_KEY)
+            load.insert_new_rows(
+                spark, transform.to_quarantine(classified, ingested_at), schema, QUARANTINE_TABLE,
+                transform.QUARANTINE_COLUMNS,
+            )
+        # Create every mappable table (dbt sources must exist even if only tombstones arrived).
+        for table in sorted({f.table for f in new_files if f.table and not f.error}):
+            load.ensure_table(spark, schema, table, transform.BRONZE_COLUMNS, transform.BRONZE_KEY)
+            if any(t.table == table and t.landed for t in summary.tables):
+                load.insert_new_rows(
+                    spark, transform.to_bronze(classified, table, ingested_at), schema, table, transform.BRONZE_COLUMNS
+                )
+        _write_ledger(spark, schema, new_files, stats, ingested_at)
+    finally:
+        classified.unpersist()
+    return summary
+
+
+def default_sources_yml() -> Path:
+    from ingestion.spark import PROJECT_DIR
+
+    return PROJECT_DIR / "models" / "silver" / "_silver__sources.yml"
+
+
+def _summarize(files: list[extract.SourceFile], stats: dict, key_map: dict[str, list[str]]) -> list[TableSummary]:
+    tables: dict[str, TableSummary] = {}
+    for f in files:
+        name = f.table or f"(unmappable: {f.topic})"
+        entry = tables.setdefault(name, TableSummary(table=name, topic=f.topic, key_checked=f.topic in key_map))
+        row = stats.get(f.uri)  # absent for empty files
+        entry.files += 1
+        if row is not None:
+            entry.events_read += row["lines"]
+            entry.landed += row["landed_count"]
+            entry.quarantined += row["quarantined_count"]
+            entry.tombstones += row["tombstone_count"]
+    return [tables[name] for name in sorted(tables)]
+
+
+def _write_ledger(spark: SparkSession, schema: str, files: list[extract.SourceFile], stats: dict, ingested_at: datetime) -> None:
+    """Last write of a run: these files are done."""
+    rows = []
+    for f in files:
+        row = stats.get(f.uri)
+        counts = (row["lines"], row["landed_count"], row["quarantined_count"], row["tombstone_count"]) if row else (0, 0, 0, 0)
+        rows.append((f.topic, f.uri, *counts, ingested_at))
+    ddl = ", ".join(f"{name} {kind}" for name, kind in load.LEDGER_COLUMNS)
+    ledger = spark.createDataFrame(rows, ddl).select(*[F.col(n) for n, _ in load.LEDGER_COLUMNS])
+    load.ensure_table(spark, schema, LEDGER_TABLE, load.LEDGER_COLUMNS, load.LEDGER_KEY)
+    load.insert_new_rows(spark, ledger, schema, LEDGER_TABLE, load.LEDGER_COLUMNS)

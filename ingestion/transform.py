@@ -1,0 +1,258 @@
+"""Transform: pure DataFrame -> DataFrame steps from raw file text to bronze and quarantine rows.
+
+Every line is parsed top level as `map<string,string>`: Spark keeps nested objects
+(`before`, `after`, `source`) as their JSON text, which is exactly what bronze stores.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.window import Window
+
+MAP = "map<string,string>"
+OPS = ("c", "u", "d", "r", "t")
+OPS_TEXT = ", ".join(OPS)
+
+STATUS_LANDED = "landed"
+STATUS_QUARANTINED = "quarantined"
+STATUS_TOMBSTONE = "tombstone"
+
+SHAPE_ENVELOPE = "envelope"
+SHAPE_FLATTENED = "flattened"
+
+MALFORMED = "malformed JSON or not a JSON object"
+
+BRONZE_COLUMNS: list[tuple[str, str]] = [
+    ("_topic", "string"),
+    ("_partition", "int"),
+    ("_offset", "bigint"),
+    ("_source_file", "string"),
+    ("_source_line", "int"),
+    ("_shape", "string"),
+    ("_op", "string"),
+    ("_deleted", "boolean"),
+    ("_source_lsn", "bigint"),
+    ("_source_binlog_file", "string"),
+    ("_source_binlog_pos", "bigint"),
+    ("_source_binlog_row", "int"),
+    ("_source_ts_ms", "bigint"),
+    ("_source_tx_id", "string"),
+    ("_source_snapshot", "string"),
+    ("_ts_ms", "bigint"),
+    ("_before", "string"),
+    ("_after", "string"),
+    ("_source", "string"),
+    ("_ingested_at", "timestamp"),
+]
+BRONZE_KEY = ["_topic", "_partition", "_offset"]
+
+QUARANTINE_COLUMNS: list[tuple[str, str]] = [
+    ("_topic", "string"),
+    ("_partition", "int"),
+    ("_offset", "bigint"),
+    ("_source_file", "string"),
+    ("_source_line", "int"),
+    ("reason", "string"),
+    ("raw", "string"),
+    ("_ingested_at", "timestamp"),
+]
+QUARANTINE_KEY = ["_source_file", "_source_line"]
+
+
+def split_lines(files: DataFrame) -> DataFrame:
+    """(_source_file, text) -> one row per line with its 0-based `_line_index`.
+
+    A final trailing newline does not start another line; an empty file has no lines."""
+    body = F.regexp_replace("text", r"\r?\n\z", "")
+    lines = F.when(F.col("text") == "", F.array().cast("array<string>")).otherwise(F.split(body, r"\r?\n"))
+    return files.select("_source_file", F.posexplode(lines).alias("_line_index", "line"))
+
+
+def attach_file_info(lines: DataFrame, catalog: DataFrame) -> DataFrame:
+    """Add topic, partition, table and file-level errors; offset = start offset + line index."""
+    return (
+        lines.join(F.broadcast(catalog), "_source_file", "left")
+        .withColumn("_offset", F.col("_start_offset") + F.col("_line_index"))
+        .withColumn("_source_line", (F.col("_line_index") + 1).cast("int"))
+        .drop("_start_offset")
+    )
+
+
+def _has_key(m: Column, key: str) -> Column:
+    return F.array_contains(F.map_keys(m), key)
+
+
+def parse_records(lines: DataFrame) -> DataFrame:
+    """Parse each line, unwrap JsonConverter `{schema, payload}` and decide the shape.
+
+    Adds `m` (the record as map<string,string>, null when not a JSON object),
+    `_tombstone` and `_shape`."""
+    outer = F.from_json("line", MAP)
+    wrapped = outer.isNotNull() & (F.size(outer) == 2) & _has_key(outer, "schema") & _has_key(outer, "payload")
+    trimmed = F.trim("line")
+    return (
+        lines.withColumn("_outer", outer)
+        .withColumn("_wrapped", F.coalesce(wrapped, F.lit(False)))
+        .withColumn("m", F.when(F.col("_wrapped"), F.from_json(F.col("_outer")["payload"], MAP)).otherwise(F.col("_outer")))
+        # A Kafka tombstone (null value) shows up as an empty line, `null`, or a wrapper with a null payload.
+        .withColumn(
+            "_tombstone",
+            (trimmed == "") | (trimmed == "null") | (F.col("_wrapped") & F.col("_outer")["payload"].isNull()),
+        )
+        # Debezium envelopes always carry `op`; a missing `op` next to before/after/source is still an envelope.
+        .withColumn(
+            "_shape",
+            F.when(
+                _has_key(F.col("m"), "op")
+                | (_has_key(F.col("m"), "before") & _has_key(F.col("m"), "after") & _has_key(F.col("m"), "source")),
+                F.lit(SHAPE_ENVELOPE),
+            ).when(F.col("m").isNotNull(), F.lit(SHAPE_FLATTENED)),
+        )
+        .drop("_outer", "_wrapped")
+    )
+
+
+def extract_change_fields(records: DataFrame) -> DataFrame:
+    """Debezium metadata out of either shape into the bronze `_op`, `_source_*`, ... columns.
+
+    Flattened `_after` is `to_json` of the non-`__` fields of the string map, so every
+    value is a JSON string there (numbers included); envelope images keep their JSON types."""
+    m = F.col("m")
+    envelope = F.col("_shape") == SHAPE_ENVELOPE
+    src = F.from_json(m["source"], MAP)
+    flat_op = F.coalesce(m["__op"], F.when(m["__deleted"] == "true", F.lit("d")))
+
+    def pick(envelope_value: Column, flattened_value: Column, cast: str) -> Column:
+        return F.when(envelope, envelope_value).otherwise(flattened_value).cast(cast)
+
+    op = F.when(envelope, m["op"]).otherwise(flat_op)
+    return (
+        records.withColumn("_op", op)
+        .withColumn(
+            "_deleted",
+            F.when(envelope, m["op"] == "d").otherwise(F.coalesce(m["__deleted"] == "true", flat_op == "d")),
+        )
+        .withColumn("_source_lsn", pick(src["lsn"], m["__lsn"], "bigint"))
+        .withColumn("_source_binlog_file", pick(src["file"], m["__file"], "string"))
+        .withColumn("_source_binlog_pos", pick(src["pos"], m["__pos"], "bigint"))
+        .withColumn("_source_binlog_row", pick(src["row"], m["__row"], "int"))
+        .withColumn("_source_ts_ms", pick(src["ts_ms"], m["__source_ts_ms"], "bigint"))
+        .withColumn(
+            "_source_tx_id",
+            pick(F.coalesce(src["txId"], src["gtid"]), F.coalesce(m["__txId"], m["__gtid"]), "string"),
+        )
+        .withColumn("_source_snapshot", pick(src["snapshot"], m["__snapshot"], "string"))
+        .withColumn("_ts_ms", pick(m["ts_ms"], m["__ts_ms"], "bigint"))
+        .withColumn("_before", F.when(envelope, m["before"]))
+        .withColumn(
+            "_after",
+            F.when(envelope, m["after"]).otherwise(F.to_json(F.map_filter(m, lambda k, v: ~k.startswith("__")))),
+        )
+        .withColumn(
+            "_source",
+            F.when(envelope, m["source"]).otherwise(F.to_json(F.map_filter(m, lambda k, v: k.startswith("__")))),
+        )
+    )
+
+
+def classify(records: DataFrame, primary_keys: dict[str, list[str]]) -> DataFrame:
+    """Add `_status` (landed | quarantined | tombstone) and the quarantine `reason`.
+
+    `primary_keys` maps topic -> key columns; topics not in it are not key-checked.
+    First matching problem wins: file-level error, malformed JSON, bad op, missing key."""
+    m = F.col("m")
+    envelope = F.col("_shape") == SHAPE_ENVELOPE
+    op_ok = F.col("_op").isin(*OPS)
+
+    op_reason = (
+        F.when(envelope & m["op"].isNull(), F.lit(f"missing op (expected one of {OPS_TEXT})"))
+        .when(envelope & ~op_ok, F.format_string(f"unknown op '%s' (expected one of {OPS_TEXT})", m["op"]))
+        .when(~envelope & m["__op"].isNotNull() & ~op_ok,
+              F.format_string(f"unknown __op '%s' (expected one of {OPS_TEXT})", m["__op"]))
+    )
+
+    # Key columns as data (not Python branching) so one plan serves every topic.
+    key_map = F.from_json(F.lit(json.dumps(primary_keys)), "map<string,array<string>>")
+    key_columns = key_map[F.col("_topic")]
+    image_name = F.when(~envelope, F.lit("row fields")).when(F.col("_op") == "d", F.lit("before")).otherwise(F.lit("after"))
+    image = F.when(~envelope, m).otherwise(
+        F.from_json(F.when(F.col("_op") == "d", m["before"]).otherwise(m["after"]), MAP)
+    )
+    missing = F.filter(key_columns, lambda c: F.coalesce(image[c].isNull(), F.lit(True)))
+    key_reason = F.when(
+        key_columns.isNotNull() & (F.size(missing) > 0),
+        F.format_string(
+            "primary key column(s) [%s] missing or null in row image `%s` (op '%s')",
+            F.array_join(missing, ", "),
+            image_name,
+            F.coalesce(F.col("_op"), F.lit("none")),
+        ),
+    )
+    # `t` (truncate) has no row and no key; a flattened record without __op is a plain row.
+    key_reason = F.when(F.coalesce(F.col("_op"), F.lit("")) != "t", key_reason)
+
+    reason = (
+        F.when(F.col("_file_error").isNotNull(), F.col("_file_error"))
+        .when(F.col("_tombstone"), F.lit(None))
+        .when(m.isNull(), F.lit(MALFORMED))
+        .otherwise(F.coalesce(op_reason, key_reason))
+    )
+    status = (
+        F.when(F.col("_file_error").isNotNull(), F.lit(STATUS_QUARANTINED))
+        .when(F.col("_tombstone"), F.lit(STATUS_TOMBSTONE))
+        .when(F.col("reason").isNotNull(), F.lit(STATUS_QUARANTINED))
+        .otherwise(F.lit(STATUS_LANDED))
+    )
+    return records.withColumn("reason", reason).withColumn("_status", status)
+
+
+def prepare(lines: DataFrame, primary_keys: dict[str, list[str]]) -> DataFrame:
+    """The whole per-line pipeline: parse, extract Debezium fields, classify."""
+    return classify(extract_change_fields(parse_records(lines)), primary_keys)
+
+
+def _stamped(df: DataFrame, columns: list[tuple[str, str]], ingested_at: datetime) -> DataFrame:
+    # One timestamp per run (not current_timestamp()) so all tables of a run agree.
+    stamped = df.withColumn("_ingested_at", F.lit(ingested_at).cast("timestamp"))
+    return stamped.select(*[F.col(name).cast(kind).alias(name) for name, kind in columns])
+
+
+def to_bronze(classified: DataFrame, table: str, ingested_at: datetime) -> DataFrame:
+    """Landed rows of one bronze table, exactly the bronze columns, one row per Kafka key."""
+    landed = classified.where((F.col("_status") == STATUS_LANDED) & (F.col("_table") == table))
+    return _stamped(landed, BRONZE_COLUMNS, ingested_at).dropDuplicates(BRONZE_KEY)
+
+
+def to_quarantine(classified: DataFrame, ingested_at: datetime) -> DataFrame:
+    """Quarantined rows with their reason and the raw line, nothing dropped."""
+    rejected = classified.where(F.col("_status") == STATUS_QUARANTINED).withColumn("raw", F.col("line"))
+    return _stamped(rejected, QUARANTINE_COLUMNS, ingested_at)
+
+
+def file_stats(classified: DataFrame) -> DataFrame:
+    """Per file: lines, landed, quarantined, tombstones (feeds the ledger and the summary)."""
+
+    def count(status: str) -> Column:
+        return F.sum(F.when(F.col("_status") == status, 1).otherwise(0)).cast("bigint").alias(status + "_count")
+
+    return classified.groupBy("_source_file").agg(
+        F.count(F.lit(1)).cast("bigint").alias("lines"),
+        count(STATUS_LANDED),
+        count(STATUS_QUARANTINED),
+        count(STATUS_TOMBSTONE),
+    )
+
+
+def quarantine_samples(classified: DataFrame, per_topic: int) -> DataFrame:
+    """At most `per_topic` quarantined lines per topic, in file/line order, for the log."""
+    window = Window.partitionBy("_topic").orderBy("_source_file", "_source_line")
+    return (
+        classified.where(F.col("_status") == STATUS_QUARANTINED)
+        .withColumn("_n", F.row_number().over(window))
+        .where(F.col("_n") <= per_topic)
+        .select("_topic", "_source_file", "_source_line", "reason")
+    )

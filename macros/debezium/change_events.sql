@@ -1,0 +1,58 @@
+{#- Bronze change-log rows (either record shape) -> one change-event shape: the model's
+    columns decoded to Spark types, plus
+      _cdc_op          c/u/d/r as Debezium sent it
+      _cdc_deleted     the event deletes its key (envelope op=d, flattened __deleted=true)
+      _cdc_order       the key's event order: source log position (Postgres LSN; MySQL
+                       binlog file, position, row), then topic partition and offset.
+                       Never ts_ms: it ties inside a transaction.
+      _cdc_source_ts   when the change was made in the source database
+      _cdc_commit_time the bronze (Hudi) commit that landed the event
+      _cdc_unavailable__<col>  (variable-length columns) Debezium sent its unchanged-TOAST
+                       placeholder instead of the value -#}
+{% macro cdc_change_events(change_log) %}
+    {%- set columns = cdc_model_columns() -%}
+    {%- set primary_key = cdc_primary_key() %}
+    select
+        {%- for column in columns %}
+        {%- set raw = '_cdc_values[' ~ "'" ~ column.name ~ "'" ~ ']' %}
+        {%- if column.toastable %}
+        case when {{ cdc_is_unavailable(raw) }} then null
+            else {{ cdc_decode_value(raw, column.data_type, column.encoding) }}
+        end as `{{ column.name }}`,
+        coalesce({{ cdc_is_unavailable(raw) }}, false) as `_cdc_unavailable__{{ column.name }}`,
+        {%- else %}
+        {{ cdc_decode_value(raw, column.data_type, column.encoding) }} as `{{ column.name }}`,
+        {%- endif %}
+        {%- endfor %}
+        _op as _cdc_op,
+        coalesce(_deleted, false) as _cdc_deleted,
+        {{ cdc_ordering_key() }} as _cdc_order,
+        timestamp_millis(_source_ts_ms) as _cdc_source_ts,
+        _hoodie_commit_time as _cdc_commit_time
+    from (
+        select
+            *,
+            -- a delete's row image is `before` in the envelope, the row itself when flattened
+            from_json(
+                case when _shape = 'envelope' and coalesce(_deleted, false) then _before else _after end,
+                'map<string,string>'
+            ) as _cdc_values
+        from {{ change_log }}
+        -- truncate events carry no row
+        where _op is null or _op != 't'
+    ) as events_with_values
+{% endmacro %}
+
+
+{#- A string that sorts like (source log position, partition, offset). Fixed-width,
+    zero-padded parts so that string order is numeric order. -#}
+{% macro cdc_ordering_key() -%}
+    concat_ws('|',
+        lpad(coalesce(cast(_source_lsn as string), ''), 20, '0'),
+        coalesce(_source_binlog_file, ''),
+        lpad(coalesce(cast(_source_binlog_pos as string), ''), 20, '0'),
+        lpad(coalesce(cast(_source_binlog_row as string), ''), 10, '0'),
+        lpad(cast(_partition as string), 10, '0'),
+        lpad(cast(_offset as string), 20, '0')
+    )
+{%- endmacro %}

@@ -1,0 +1,72 @@
+{#- Debezium's value encodings -> real Spark values. `raw` is a SQL expression holding the
+    value's JSON text (as `get_json_object` returns it). -#}
+
+{#- Debezium sends this in place of an unchanged TOASTed value (text, bytea, arrays). -#}
+{% macro cdc_is_unavailable(raw) -%}
+    ({{ raw }} in (
+        '__debezium_unavailable_value',
+        '["__debezium_unavailable_value"]',
+        'X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ=='
+    ))
+{%- endmacro %}
+
+
+{% macro cdc_decode_value(raw, data_type, encoding=none) -%}
+    {%- if data_type.startswith('decimal') -%}
+        {%- set precision, scale = modules.re.findall('\d+', data_type) -%}
+        {%- set mode = encoding or var('cdc_decimal_handling_mode', 'precise') -%}
+        {%- if mode == 'precise' -%}
+            {{ cdc_decode_decimal(raw, precision, scale) }}
+        {%- elif mode in ['string', 'double'] -%}
+            cast({{ raw }} as {{ data_type }})
+        {%- else -%}
+            {{ exceptions.raise_compiler_error(
+                "Unknown decimal encoding '" ~ mode ~ "'. Use precise, string or double "
+                ~ "(Debezium's decimal.handling.mode).") }}
+        {%- endif -%}
+    {%- elif data_type == 'date' -%}
+        {#- io.debezium.time.Date: days since the epoch; also accept ISO dates -#}
+        case
+            when {{ raw }} rlike '^-?[0-9]+$' then date_add(date '1970-01-01', cast({{ raw }} as int))
+            else cast({{ raw }} as date)
+        end
+    {%- elif data_type == 'timestamp' -%}
+        {#- Numbers: io.debezium.time.MicroTimestamp unless the column's meta says
+            debezium_encoding: millis (Timestamp) or nanos (NanoTimestamp). Strings:
+            ZonedTimestamp / ISO-8601. -#}
+        {%- set unit = encoding or 'micros' -%}
+        case
+            when {{ raw }} rlike '^-?[0-9]+$' then
+            {%- if unit == 'millis' %} timestamp_millis(cast({{ raw }} as bigint))
+            {%- elif unit == 'micros' %} timestamp_micros(cast({{ raw }} as bigint))
+            {%- elif unit == 'nanos' %} timestamp_micros(div(cast({{ raw }} as bigint), 1000))
+            {%- else %}{{ exceptions.raise_compiler_error(
+                "Unknown timestamp encoding '" ~ unit ~ "'. Use millis, micros or nanos.") }}
+            {%- endif %}
+            else cast({{ raw }} as timestamp)
+        end
+    {%- elif data_type.startswith('array') -%}
+        from_json({{ raw }}, '{{ data_type }}')
+    {%- elif data_type == 'binary' -%}
+        {#- binary.handling.mode=bytes: base64 text -#}
+        unbase64({{ raw }})
+    {%- else -%}
+        cast({{ raw }} as {{ data_type }})
+    {%- endif -%}
+{%- endmacro %}
+
+
+{#- org.apache.kafka.connect.data.Decimal (decimal.handling.mode=precise): base64 of the
+    big-endian two's-complement unscaled value; the scale comes from the column type. -#}
+{% macro cdc_decode_decimal(raw, precision, scale) -%}
+    {%- set bytes = 'unbase64(' ~ raw ~ ')' -%}
+    {%- set byte_at = 'cast(conv(hex(substr(' ~ bytes ~ ', i, 1)), 16, 10) as int)' -%}
+    cast(concat(cast(
+        case
+            when hex(substr({{ bytes }}, 1, 1)) >= '80'
+                then -1 - aggregate(sequence(1, length({{ bytes }})), cast(0 as decimal(38, 0)),
+                    (acc, i) -> cast(acc * 256 + (255 - {{ byte_at }}) as decimal(38, 0)))
+            else aggregate(sequence(1, length({{ bytes }})), cast(0 as decimal(38, 0)),
+                (acc, i) -> cast(acc * 256 + {{ byte_at }} as decimal(38, 0)))
+        end as string), 'E-{{ scale }}') as decimal({{ precision }}, {{ scale }}))
+{%- endmacro %}

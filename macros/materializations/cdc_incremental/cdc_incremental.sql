@@ -1,0 +1,97 @@
+{#- Silver current-state tables from a bronze change log, on Hudi.
+
+    The model's SQL yields the latest change per primary key among bronze commits newer
+    than the table's watermark (see `cdc_new_commits`, `cdc_latest_per_key`). This
+    materialization applies it:
+      first build / --full-refresh -> full_refresh.sql (rebuild from all of bronze)
+      otherwise                    -> merge.sql (delete-aware merge, newest event wins)
+    then records the bronze watermark on the table. Deleted keys are remembered in a
+    companion `<model>__cdc_tombstones` table so a late, older event never resurrects
+    a deleted row: incremental and full-refresh builds give the same table.
+
+    dbt-spark's `incremental` accepts only its own strategies, so this is a
+    materialization of its own. -#}
+{% materialization cdc_incremental, adapter='spark' %}
+    {%- set primary_key = cdc_validate_config() -%}
+    {%- set target_relation = this.incorporate(type='table') -%}
+    {%- set tombstone_relation = cdc_tombstone_relation(target_relation) -%}
+    {%- set existing_relation = load_relation(this) -%}
+    {%- set full_refresh = existing_relation is none or should_full_refresh() -%}
+    {%- if not full_refresh -%}
+        {%- do cdc_validate_state(existing_relation, tombstone_relation) -%}
+    {%- endif -%}
+
+    {{ run_hooks(pre_hooks) }}
+
+    {%- set batch = cdc_stage_batch(target_relation, sql) -%}
+    {%- if full_refresh -%}
+        {%- set result = cdc_full_refresh(target_relation, tombstone_relation, batch, primary_key) -%}
+    {%- else -%}
+        {%- set result = cdc_merge(target_relation, tombstone_relation, batch, primary_key) -%}
+    {%- endif -%}
+    {%- do cdc_write_watermark(target_relation, batch) -%}
+    {%- do cdc_release_batch(batch) -%}
+
+    {%- call noop_statement('main', result, 'OK') -%}{%- endcall -%}
+
+    {{ run_hooks(post_hooks) }}
+    {%- do persist_docs(target_relation, model) -%}
+    {{ return({'relations': [target_relation]}) }}
+{% endmaterialization %}
+
+
+{#- The model's SQL (latest change per key in the window), evaluated once: every later
+    step reads the same rows even while ingestion commits to bronze. -#}
+{% macro cdc_stage_batch(target_relation, sql) %}
+    {%- set batch = target_relation.identifier ~ '__cdc_batch' -%}
+    {%- call statement('cdc_stage_batch') -%}
+        create or replace temporary view `{{ batch }}` as {{ sql }}
+    {%- endcall -%}
+    {%- call statement('cdc_cache_batch') -%}
+        cache table `{{ batch }}` options ('storageLevel' 'MEMORY_AND_DISK')
+    {%- endcall -%}
+    {{ return(batch) }}
+{% endmacro %}
+
+
+{% macro cdc_release_batch(view_name) %}
+    {%- call statement('cdc_release_' ~ view_name) -%}
+        drop view if exists `{{ view_name }}`
+    {%- endcall -%}
+{% endmacro %}
+
+
+{% macro cdc_tombstone_relation(target_relation) %}
+    {{ return(target_relation.incorporate(path={'identifier': target_relation.identifier ~ '__cdc_tombstones'})) }}
+{% endmacro %}
+
+
+{#- Columns written to silver: the model's row columns, then CDC metadata. -#}
+{% macro cdc_silver_columns() %}
+    {%- set names = cdc_model_columns() | map(attribute='name') | list -%}
+    {{ return(names + ['_cdc_op', '_cdc_order', '_cdc_source_ts', '_cdc_commit_time']) }}
+{% endmacro %}
+
+
+{#- Hudi table properties: copy-on-write, record key = primary key, ordering field =
+    _cdc_order (without it Hudi keeps duplicates of a key), plus `hudi_options`. -#}
+{% macro cdc_hudi_tblproperties(primary_key) %}
+    {%- set options = {
+        'type': 'cow',
+        'primaryKey': primary_key | join(','),
+        'preCombineField': '_cdc_order',
+    } -%}
+    {%- do options.update(config.get('hudi_options') or {}) -%}
+    tblproperties (
+        {%- for key, value in options.items() %}
+        '{{ key }}' = '{{ value | string | replace("\\", "\\\\") | replace("'", "\\'") }}'{{ "," if not loop.last }}
+        {%- endfor %}
+    )
+{% endmacro %}
+
+
+{% macro cdc_key_join(left, right, primary_key) -%}
+    {%- for key in primary_key -%}
+        {{ left }}.`{{ key }}` = {{ right }}.`{{ key }}`{{ " and " if not loop.last }}
+    {%- endfor -%}
+{%- endmacro %}

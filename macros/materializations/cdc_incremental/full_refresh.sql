@@ -1,0 +1,34 @@
+{#- Strategy: rebuild silver and its tombstones from the whole change log. -#}
+{% macro cdc_full_refresh(target_relation, tombstone_relation, batch, primary_key) %}
+    {%- set columns = cdc_silver_columns() -%}
+    {%- for relation in [target_relation, tombstone_relation] -%}
+        {%- call statement('cdc_drop_' ~ loop.index) -%}
+            drop table if exists {{ relation }} purge
+        {%- endcall -%}
+    {%- endfor -%}
+    {%- call statement('cdc_create_silver') -%}
+        create table {{ target_relation }}
+        using hudi
+        {{ cdc_hudi_tblproperties(primary_key) }}
+        as
+        select {% for name in columns %}`{{ name }}`{{ ", " if not loop.last }}{% endfor %}
+        from `{{ batch }}`
+        where not _cdc_deleted
+    {%- endcall -%}
+    {%- call statement('cdc_create_tombstones') -%}
+        create table {{ tombstone_relation }}
+        using hudi
+        {{ cdc_hudi_tblproperties(primary_key) }}
+        as
+        select {{ cdc_tombstone_columns(primary_key, 'batch') }}
+        from `{{ batch }}` as batch
+        where _cdc_deleted
+    {%- endcall -%}
+    {{ return('full refresh') }}
+{% endmacro %}
+
+
+{% macro cdc_tombstone_columns(primary_key, alias) -%}
+    {%- for key in primary_key %}{{ alias }}.`{{ key }}`, {% endfor -%}
+    {{ alias }}._cdc_order, {{ alias }}._cdc_source_ts as _cdc_deleted_at, {{ alias }}._cdc_commit_time
+{%- endmacro %}

@@ -1,0 +1,110 @@
+{#- Strategy: delete-aware merge of the batch (latest change per key) into silver.
+
+    Each batch row is compared with the key's stored state (live row or tombstone) and
+    given one action:
+      skip       not newer than what is stored (late or replayed event)
+      delete     a delete of a live row
+      tombstone  a delete of a key that has no live row (remember it)
+      update     a newer row image of a live row
+      insert     a new key, or a key re-inserted after its delete
+    Hudi evaluates MERGE clauses its own way, so the clauses are made mutually exclusive
+    on the precomputed action, and columns are listed (never `*`, which would drag in
+    Hudi's `_hoodie_*` meta columns). -#}
+{% macro cdc_merge(target_relation, tombstone_relation, batch, primary_key) %}
+    {%- set columns = cdc_model_columns() -%}
+    {%- set silver_columns = cdc_silver_columns() -%}
+    {%- set actions = target_relation.identifier ~ '__cdc_actions' -%}
+    {%- set first_key = primary_key[0] -%}
+
+    {%- call statement('cdc_actions') -%}
+        create or replace temporary view `{{ actions }}` as
+        select
+            {%- for column in columns %}
+            {%- if column.toastable %}
+            case
+                when array_contains(batch._cdc_unavailable, '{{ column.name }}') then stored.`{{ column.name }}`
+                else batch.`{{ column.name }}`
+            end as `{{ column.name }}`,
+            {%- else %}
+            batch.`{{ column.name }}`,
+            {%- endif %}
+            {%- endfor %}
+            batch._cdc_op,
+            batch._cdc_order,
+            batch._cdc_source_ts,
+            batch._cdc_commit_time,
+            tombstone.`{{ first_key }}` is not null as _cdc_has_tombstone,
+            case
+                when batch._cdc_order <= coalesce(greatest(stored._cdc_order, tombstone._cdc_order), '') then 'skip'
+                when batch._cdc_deleted and stored.`{{ first_key }}` is not null then 'delete'
+                when batch._cdc_deleted then 'tombstone'
+                when stored.`{{ first_key }}` is not null then 'update'
+                else 'insert'
+            end as _cdc_action
+        from `{{ batch }}` as batch
+        left join {{ target_relation }} as stored
+            on {{ cdc_key_join('batch', 'stored', primary_key) }}
+        left join {{ tombstone_relation }} as tombstone
+            on {{ cdc_key_join('batch', 'tombstone', primary_key) }}
+    {%- endcall -%}
+    {%- call statement('cdc_cache_actions') -%}
+        cache table `{{ actions }}` options ('storageLevel' 'MEMORY_AND_DISK')
+    {%- endcall -%}
+
+    {%- set counts = {} -%}
+    {%- for row in run_query(
+            'select _cdc_action, _cdc_has_tombstone, count(*) from `' ~ actions ~ '` group by 1, 2') -%}
+        {%- set name = row[0] ~ ('+tombstone' if row[1] else '') -%}
+        {%- do counts.update({name: row[2]}) -%}
+    {%- endfor -%}
+    {%- set changes_silver = counts.get('insert', 0) + counts.get('insert+tombstone', 0) + counts.get('update', 0)
+        + counts.get('delete', 0) -%}
+    {%- set changes_tombstones = counts.get('insert+tombstone', 0) + counts.get('delete', 0)
+        + counts.get('tombstone', 0) + counts.get('tombstone+tombstone', 0) -%}
+
+    {%- if changes_silver > 0 -%}
+        {%- call statement('cdc_merge_silver') -%}
+            merge into {{ target_relation }} as stored
+            using (
+                select * from `{{ actions }}` where _cdc_action in ('insert', 'update', 'delete')
+            ) as change
+            on {{ cdc_key_join('stored', 'change', primary_key) }}
+            when matched and change._cdc_action = 'delete' then delete
+            when matched and change._cdc_action = 'update' then update set
+                {%- for name in silver_columns %}
+                `{{ name }}` = change.`{{ name }}`{{ "," if not loop.last }}
+                {%- endfor %}
+            when not matched and change._cdc_action = 'insert' then insert
+                ({% for name in silver_columns %}`{{ name }}`{{ ", " if not loop.last }}{% endfor %})
+                values ({% for name in silver_columns %}change.`{{ name }}`{{ ", " if not loop.last }}{% endfor %})
+        {%- endcall -%}
+    {%- endif -%}
+
+    {%- if changes_tombstones > 0 -%}
+        {%- call statement('cdc_merge_tombstones') -%}
+            merge into {{ tombstone_relation }} as tombstone
+            using (
+                select {{ cdc_tombstone_columns(primary_key, 'change') }}, change._cdc_action
+                from `{{ actions }}` as change
+                where change._cdc_action in ('delete', 'tombstone')
+                    or (change._cdc_action = 'insert' and change._cdc_has_tombstone)
+            ) as change
+            on {{ cdc_key_join('tombstone', 'change', primary_key) }}
+            when matched and change._cdc_action = 'insert' then delete
+            when matched and change._cdc_action in ('delete', 'tombstone') then update set
+                {%- for key in primary_key %}
+                `{{ key }}` = change.`{{ key }}`,
+                {%- endfor %}
+                _cdc_order = change._cdc_order,
+                _cdc_deleted_at = change._cdc_deleted_at,
+                _cdc_commit_time = change._cdc_commit_time
+            when not matched and change._cdc_action in ('delete', 'tombstone') then insert
+                ({% for key in primary_key %}`{{ key }}`, {% endfor %}_cdc_order, _cdc_deleted_at, _cdc_commit_time)
+                values ({% for key in primary_key %}change.`{{ key }}`, {% endfor %}change._cdc_order,
+                    change._cdc_deleted_at, change._cdc_commit_time)
+        {%- endcall -%}
+    {%- endif -%}
+
+    {%- do cdc_release_batch(actions) -%}
+    {{ return(counts | dictsort | map('join', '=') | join(' ')) }}
+{% endmacro %}

@@ -1,0 +1,31 @@
+{#- The watermark is the newest bronze Hudi commit a silver table has applied, kept as
+    the table property `cdc.watermark`. It is written after the merge: a run that stops
+    in between re-applies that window next time, which the merge makes harmless. -#}
+{% macro cdc_read_watermark() %}
+    {%- if not execute or should_full_refresh() -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set relation = adapter.get_relation(database=this.database, schema=this.schema, identifier=this.identifier) -%}
+    {%- if relation is none -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- for row in run_query('show tblproperties ' ~ relation) if row[0] == 'cdc.watermark' -%}
+        {%- if not modules.re.match('^[0-9]+$', row[1]) -%}
+            {{ exceptions.raise_compiler_error(
+                relation ~ " has a malformed cdc.watermark '" ~ row[1] ~ "'. Rebuild it: "
+                ~ "dbt build --full-refresh --select " ~ model.name) }}
+        {%- endif -%}
+        {{ return(row[1]) }}
+    {%- endfor -%}
+    {{ return(none) }}
+{% endmacro %}
+
+
+{% macro cdc_write_watermark(target_relation, batch) %}
+    {%- set newest = run_query('select max(_cdc_commit_time) from `' ~ batch ~ '`').columns[0].values()[0] -%}
+    {%- if newest is not none -%}
+        {%- call statement('cdc_write_watermark') -%}
+            alter table {{ target_relation }} set tblproperties ('cdc.watermark' = '{{ newest }}')
+        {%- endcall -%}
+    {%- endif -%}
+{% endmacro %}
