@@ -41,3 +41,17 @@ $(SAMPLE)/.generated: setup tools/sample_data/*.py
 	touch $@
 
 sample: $(SAMPLE)/.generated
+
+# --- the main job on the embedded default ------------------------------------
+demo: setup sample
+	$(BIN)/python -m tools.demo
+
+# --- tests ---------------------------------------------------------------------
+test: setup lint
+	$(BIN)/python -m pytest -q
+
+lint: setup
+	$(BIN)/sqlfluff lint models
+
+clean:
+	rm -rf lakehouse build target logs

@@ -106,7 +106,7 @@ def read_files(spark: SparkSession, files: list[SourceFile]) -> DataFrame:
     Whole-file reads keep line numbers exact (offset = start offset + line index);
     sink files are bounded by the connector's flush size, so they fit in memory."""
     return (
-        spark.read.option("wholetext", True)
-        .text([f.read_path for f in files])
+        # `text(wholetext=...)` overrides `.option("wholetext")`, so pass it here.
+        spark.read.text([f.read_path for f in files], wholetext=True)
         .select(F.col("_metadata.file_path").alias("_source_file"), F.col("value").alias("text"))
     )

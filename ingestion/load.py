@@ -37,7 +37,7 @@ def ensure_schema(spark: SparkSession, schema: str) -> None:
 
 
 def table_exists(spark: SparkSession, schema: str, table: str) -> bool:
-    return spark.catalog.tableExists(table, schema)
+    return spark.catalog.tableExists(qualified(schema, table))
 
 
 def ensure_table(

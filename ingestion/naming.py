@@ -27,7 +27,7 @@ def validate_identifier(name: str, what: str = "identifier") -> str:
 def table_for_topic(topic: str) -> str:
     """`pagila.public.film_actor` -> `pagila_public_film_actor` (lower case, other chars -> `_`)."""
     table = re.sub(r"[^a-z0-9_]", "_", topic.lower())
-    return validate_identifier(table, f"table name for topic {topic!r}:")
+    return validate_identifier(table, "table name")
 
 
 def quote(identifier: str) -> str:

@@ -40,7 +40,8 @@ class IngestConfig:
 
 @dataclass
 class TableSummary:
-    """Counts for one bronze table; events_read counts every line, tombstones included."""
+    """Counts for one bronze table. events_read counts every line (= landed + quarantined +
+    tombstones); landed counts accepted records, of which a replay's are dropped by key."""
 
     table: str  # bronze table, or `(unmappable: <topic>)`
     topic: str

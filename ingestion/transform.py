@@ -91,7 +91,9 @@ def parse_records(lines: DataFrame) -> DataFrame:
 
     Adds `m` (the record as map<string,string>, null when not a JSON object),
     `_tombstone` and `_shape`."""
-    outer = F.from_json("line", MAP)
+    # from_json stops after the first JSON value, so `{...} trailing junk` would parse: an
+    # object line must also end with `}`.
+    outer = F.when(F.rtrim("line").endswith("}"), F.from_json("line", MAP))
     wrapped = outer.isNotNull() & (F.size(outer) == 2) & _has_key(outer, "schema") & _has_key(outer, "payload")
     trimmed = F.trim("line")
     return (

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ os.environ.setdefault("CDC_SPARK_JARS", str(ROOT / ".jars" / "hudi-spark3.5-bund
 os.environ.setdefault("CDC_SPARK_MASTER", "local[2]")
 os.environ["DBT_PROFILES_DIR"] = str(ROOT / "profiles")
 os.environ["TZ"] = "UTC"
+time.tzset()  # PySpark turns timestamps into local datetimes: make local = UTC
 
 
 @pytest.fixture(scope="session")

@@ -21,7 +21,9 @@
         max_by(_cdc_deleted, _cdc_order) as _cdc_deleted,
         max(_cdc_order) as _cdc_order,
         max_by(_cdc_source_ts, _cdc_order) as _cdc_source_ts,
-        max(_cdc_commit_time) as _cdc_commit_time,
+        max_by(_cdc_commit_time, _cdc_order) as _cdc_commit_time,
+        -- newest bronze commit read for the key (the watermark), winning or not
+        max(_cdc_commit_time) as _cdc_window_commit_time,
         {%- if toastable %}
         filter(array(
             {%- for column in toastable %}

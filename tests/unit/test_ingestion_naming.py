@@ -1,0 +1,74 @@
+"""Pure helpers: topic -> table names, sink file names, the sources YAML."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ingestion.errors import SourcesFileError, TableNameError
+from ingestion.naming import ParsedFileName, parse_file_name, quote, table_for_topic
+from ingestion.sources import load_primary_keys
+
+
+@pytest.mark.parametrize(
+    ("topic", "table"),
+    [
+        ("pagila.public.film_actor", "pagila_public_film_actor"),
+        ("Inventory.Customers-v2", "inventory_customers_v2"),
+        ("_x", "_x"),
+    ],
+)
+def test_table_for_topic(topic, table):
+    assert table_for_topic(topic) == table
+
+
+@pytest.mark.parametrize("topic", ["9lives", "a" * 129])
+def test_unmappable_topic(topic):
+    with pytest.raises(TableNameError, match="table name"):
+        table_for_topic(topic)
+
+
+def test_quote_escapes_backticks():
+    assert quote("a`b") == "`a``b`"
+
+
+def test_parse_file_name():
+    assert parse_file_name("pagila.public.actor+3+00042.json") == ParsedFileName("pagila.public.actor", 3, 42)
+    assert parse_file_name("a+b+1+2.json") == ParsedFileName("a+b", 1, 2)
+    for bad in ("actor.json", "actor+1.json", "actor+1+x.json", "actor+1+2.json.gz"):
+        assert parse_file_name(bad) is None
+
+
+def test_primary_keys_from_sources_yml(tmp_path: Path):
+    path = tmp_path / "sources.yml"
+    path.write_text(
+        """
+sources:
+  - name: bronze
+    tables:
+      - {name: pagila_public_actor, meta: {topic: pagila.public.actor, primary_key: [actor_id]}}
+      - {name: pagila_public_film_actor, meta: {primary_key: [actor_id, film_id]}}
+      - {name: no_meta}
+  - name: elsewhere
+    tables:
+      - {name: t, meta: {topic: other.topic, primary_key: id}}
+"""
+    )
+    keys = load_primary_keys(path)
+    assert keys.lookup("pagila.public.actor", "pagila_public_actor") == ["actor_id"]
+    assert keys.lookup("pagila.public.film_actor", "pagila_public_film_actor") == ["actor_id", "film_id"]
+    assert keys.lookup("other.topic", "other_topic") is None
+
+
+def test_missing_sources_yml_only_warns(tmp_path: Path, caplog):
+    keys = load_primary_keys(tmp_path / "missing.yml")
+    assert keys.lookup("any", "any") is None
+    assert "not found" in caplog.text
+
+
+def test_bad_primary_key_declaration(tmp_path: Path):
+    path = tmp_path / "sources.yml"
+    path.write_text("sources: [{name: bronze, tables: [{name: t, meta: {primary_key: [1]}}]}]")
+    with pytest.raises(SourcesFileError, match="meta.primary_key"):
+        load_primary_keys(path)
