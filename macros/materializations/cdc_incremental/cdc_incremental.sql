@@ -47,10 +47,25 @@
     {%- call statement('cdc_stage_batch') -%}
         create or replace temporary view `{{ batch }}` as {{ sql }}
     {%- endcall -%}
-    {%- call statement('cdc_cache_batch') -%}
-        cache table `{{ batch }}` options ('storageLevel' 'MEMORY_AND_DISK')
-    {%- endcall -%}
+    {%- do cdc_cache_view(batch) -%}
     {{ return(batch) }}
+{% endmacro %}
+
+
+{#- Materialize a temporary view once (memory, spilling to disk). Hudi's column-stats
+    data skipping persists and unpersists a dataset of its own while Spark builds the
+    cache; when the Hudi scan runs in a broadcast thread the two deadlock on Spark's
+    cache lock. So data skipping is off while the cache is built. -#}
+{% macro cdc_cache_view(view_name) %}
+    {%- call statement('cdc_cache_' ~ view_name) -%}
+        set hoodie.enable.data.skipping = false
+    {%- endcall -%}
+    {%- call statement('cdc_cache_' ~ view_name) -%}
+        cache table `{{ view_name }}` options ('storageLevel' 'MEMORY_AND_DISK')
+    {%- endcall -%}
+    {%- call statement('cdc_cache_' ~ view_name) -%}
+        reset hoodie.enable.data.skipping
+    {%- endcall -%}
 {% endmacro %}
 
 

@@ -47,9 +47,7 @@
         left join {{ tombstone_relation }} as tombstone
             on {{ cdc_key_join('batch', 'tombstone', primary_key) }}
     {%- endcall -%}
-    {%- call statement('cdc_cache_actions') -%}
-        cache table `{{ actions }}` options ('storageLevel' 'MEMORY_AND_DISK')
-    {%- endcall -%}
+    {%- do cdc_cache_view(actions) -%}
 
     {%- set counts = {} -%}
     {%- for row in run_query(
