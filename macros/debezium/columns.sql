@@ -10,7 +10,7 @@
                 ~ "(letters, digits, underscore). Rename it in the model's YAML.") }}
         {%- endif -%}
         {%- set data_type = (column.data_type or '') | lower | replace(' ', '') | replace('integer', 'int') -%}
-        {%- if not (data_type in supported or modules.re.match('^decimal\(\d+,\d+\)$', data_type)) -%}
+        {%- if not (data_type in supported or modules.re.match('^decimal[(][0-9]+,[0-9]+[)]$', data_type)) -%}
             {{ exceptions.raise_compiler_error(
                 "Model " ~ model.name ~ ": column '" ~ name ~ "' has data_type '" ~ (column.data_type or '')
                 ~ "'. Give every column a data_type, one of " ~ supported | join(', ') ~ " or decimal(p,s).") }}

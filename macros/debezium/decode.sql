@@ -13,7 +13,7 @@
 
 {% macro cdc_decode_value(raw, data_type, encoding=none) -%}
     {%- if data_type.startswith('decimal') -%}
-        {%- set precision, scale = modules.re.findall('\d+', data_type) -%}
+        {%- set precision, scale = modules.re.findall('[0-9]+', data_type) -%}
         {%- set mode = encoding or var('cdc_decimal_handling_mode', 'precise') -%}
         {%- if mode == 'precise' -%}
             {{ cdc_decode_decimal(raw, precision, scale) }}

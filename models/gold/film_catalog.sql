@@ -48,8 +48,8 @@ final as (
         films.replacement_cost,
         films.length,
         -- char(20) in the source: Postgres pads it
-        trim(languages.name) as language,
-        trim(original_languages.name) as original_language,
+        trim(languages.name) as language_name,
+        trim(original_languages.name) as original_language_name,
         coalesce(category_names_per_film.category_names, array()) as category_names,
         coalesce(actor_counts.actor_count, 0) as actor_count
     from films
