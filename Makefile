@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 JARS := .jars
 SAMPLE := build/sample
-PAGILA_DIR ?= ../shared/datasets/pagila
+export PAGILA_DIR ?= $(abspath ../shared/datasets/pagila)
 
 export DBT_PROFILES_DIR := $(CURDIR)/profiles
 export CDC_LAKEHOUSE_DIR ?= $(CURDIR)/lakehouse
