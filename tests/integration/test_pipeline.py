@@ -6,7 +6,6 @@ must change nothing."""
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -15,10 +14,9 @@ from dbt.cli.main import dbtRunner
 
 from ingestion.pipeline import IngestConfig, run as ingest
 from tests.support import oracle
+from tests.support.paths import ROOT, require_pagila
 from tools.sample_data import DEFAULT_SEED, generate
 
-ROOT = Path(__file__).resolve().parents[2]
-PAGILA_DIR = Path(os.environ.get("PAGILA_DIR", ROOT.parent / "shared" / "datasets" / "pagila"))
 BATCHES = (1, 2, 3)
 META_COLUMNS = ["_cdc_op", "_cdc_order", "_cdc_source_ts", "_cdc_commit_time"]
 
@@ -70,10 +68,8 @@ def expected_address_locations(batch_dirs: list[Path]) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def sample(run_dir: Path) -> Path:
-    if not (PAGILA_DIR / "pagila-data.sql").exists():
-        pytest.fail(f"Pagila dataset not found at {PAGILA_DIR}: set PAGILA_DIR", pytrace=False)
     out = run_dir / "sample"
-    generate(PAGILA_DIR, out, DEFAULT_SEED)
+    generate(require_pagila(), out, DEFAULT_SEED)
     return out
 
 

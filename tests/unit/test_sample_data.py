@@ -3,29 +3,23 @@
 from __future__ import annotations
 
 import json
-import os
 import random
 from collections import defaultdict
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
 
 from tests.support import oracle  # noqa: E402
+from tests.support.paths import PAGILA_DIR, ROOT, require_pagila  # noqa: E402
 from tools.sample_data import DEFAULT_SEED, TOPIC_LAYOUT, debezium, generate, pagila  # noqa: E402
 
-PAGILA_DIR = Path(os.environ.get("PAGILA_DIR", ROOT.parent / "shared" / "datasets" / "pagila"))
-if not PAGILA_DIR.is_absolute():
-    PAGILA_DIR = ROOT / PAGILA_DIR
 
 
 
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory):
-    if not (PAGILA_DIR / "pagila-data.sql").exists():
-        pytest.fail(f"Pagila dataset not found at {PAGILA_DIR}: set PAGILA_DIR", pytrace=False)
+    require_pagila()
     out = tmp_path_factory.mktemp("sample")
     manifest = generate(PAGILA_DIR, out, DEFAULT_SEED)
     return out, manifest
