@@ -6,10 +6,13 @@ import argparse
 import logging
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from ingestion.errors import IngestionError, UsageError
-from ingestion.pipeline import IngestConfig, default_sources_yml, run
+from ingestion.pipeline import IngestConfig, RunSummary, default_sources_yml, run
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger("ingestion")
 
@@ -19,6 +22,16 @@ EXIT_USAGE = 2
 EXIT_QUARANTINED = 3
 
 EPILOG = f"""\
+two sources, one of them per run:
+  --input DIR_OR_URI        Kafka Connect S3-sink files (below)
+  --kafka-bootstrap-servers HOST:PORT --topic-pattern REGEX
+                            Debezium topics read directly with Spark Structured Streaming:
+                            each run reads what the topics hold now and stops (availableNow);
+                            the checkpoint remembers the offsets, so a record lands once
+                            across runs and crashes. Consumer settings (e.g. SASL) come from
+                            CDC_KAFKA_OPT_<NAME> environment variables (-> kafka.<name>).
+                            A record's `_source_file` is kafka:<topic>/<partition>/<offset>.
+
 input layout (Kafka Connect S3 sink, JSON lines, one record value per line):
   INPUT/<topic>/partition=<n>/<topic>+<n>+<startOffset>.json
   line i (0-based, tombstones included) of a file has Kafka offset startOffset + i.
@@ -41,13 +54,35 @@ exit codes:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cdc-ingest",
-        description="Land Debezium change events from Kafka Connect S3-sink files into bronze Hudi tables.",
+        description="Land Debezium change events from Kafka topics or Kafka Connect S3-sink files into bronze Hudi tables.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "--input", required=True, metavar="DIR_OR_URI",
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--input", metavar="DIR_OR_URI",
         help="the sink's `topics/` folder: a local path or any Hadoop URI (s3a://, hdfs://, file:...)",
+    )
+    source.add_argument(
+        "--kafka-bootstrap-servers", metavar="HOST:PORT[,...]",
+        help="read Debezium topics from these Kafka brokers instead of sink files",
+    )
+    kafka = parser.add_argument_group("Kafka source (with --kafka-bootstrap-servers)")
+    kafka.add_argument(
+        "--topic-pattern", metavar="REGEX",
+        help=r"topics to read, a Java regex such as 'pagila\.public\..*' (required with Kafka)",
+    )
+    kafka.add_argument(
+        "--checkpoint", metavar="PATH",
+        help="streaming checkpoint (default: $CDC_LAKEHOUSE_DIR/checkpoints/kafka-<schema>-<hash of brokers+pattern>)",
+    )
+    kafka.add_argument(
+        "--starting-offsets", default="earliest", choices=["earliest", "latest"],
+        help="where a new checkpoint starts (default: earliest)",
+    )
+    kafka.add_argument(
+        "--max-offsets-per-batch", type=int, default=None, metavar="N",
+        help="split a large backlog into micro-batches of at most N records (default: one batch)",
     )
     parser.add_argument(
         "--target", default="local", choices=["local", "none"],
@@ -82,18 +117,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    config = IngestConfig(
-        input_uri=args.input,
-        bronze_schema=args.bronze_schema,
-        sources_yml=args.sources_yml,
-        topics=args.topics,
-        reprocess=args.reprocess,
-    )
     try:
+        run_once = make_run(args)
         from ingestion.spark import get_session
 
         spark = get_session(None if args.target == "none" else args.target)
-        summary = run(spark, config)
+        summary = run_once(spark)
     except UsageError as exc:
         log.error("%s", exc)
         return EXIT_USAGE
@@ -105,6 +134,41 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILURE
     print(summary.render())
     return EXIT_QUARANTINED if summary.quarantined else EXIT_OK
+
+
+def make_run(args: argparse.Namespace) -> Callable[[SparkSession], RunSummary]:
+    """The run the arguments ask for, checked before Spark starts."""
+    if args.input is not None:
+        if args.topic_pattern or args.checkpoint:
+            raise UsageError("--topic-pattern and --checkpoint go with --kafka-bootstrap-servers, not --input")
+        config = IngestConfig(
+            input_uri=args.input,
+            bronze_schema=args.bronze_schema,
+            sources_yml=args.sources_yml,
+            topics=args.topics,
+            reprocess=args.reprocess,
+        )
+        return lambda spark: run(spark, config)
+    if not args.topic_pattern:
+        raise UsageError("--kafka-bootstrap-servers needs --topic-pattern REGEX (e.g. 'pagila\\.public\\..*')")
+    if args.topics or args.reprocess:
+        raise UsageError("--topics and --reprocess go with --input; with Kafka use --topic-pattern and a new --checkpoint")
+    from ingestion.kafka_pipeline import KafkaIngestConfig, run_kafka
+    from ingestion.kafka_source import KafkaSource, validate
+
+    kafka_config = KafkaIngestConfig(
+        source=KafkaSource(
+            bootstrap_servers=args.kafka_bootstrap_servers,
+            topic_pattern=args.topic_pattern,
+            starting_offsets=args.starting_offsets,
+            max_offsets_per_batch=args.max_offsets_per_batch,
+        ),
+        bronze_schema=args.bronze_schema,
+        sources_yml=args.sources_yml,
+        checkpoint=args.checkpoint,
+    )
+    validate(kafka_config.source)
+    return lambda spark: run_kafka(spark, kafka_config)
 
 
 if __name__ == "__main__":

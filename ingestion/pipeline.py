@@ -57,6 +57,7 @@ class TableSummary:
 class RunSummary:
     tables: list[TableSummary] = field(default_factory=list)
     files_skipped: int = 0  # already in the ledger
+    batches: int | None = None  # Kafka runs: micro-batches processed (files are not used)
 
     @property
     def quarantined(self) -> int:
@@ -67,17 +68,21 @@ class RunSummary:
 
     def render(self) -> str:
         header = ("table", "files", "events read", "landed", "quarantined", "tombstones", "key check")
+        kafka = self.batches is not None
         rows = [
-            (t.table, str(t.files), str(t.events_read), str(t.landed), str(t.quarantined), str(t.tombstones),
+            (t.table, "-" if kafka else str(t.files), str(t.events_read), str(t.landed), str(t.quarantined), str(t.tombstones),
              "yes" if t.key_checked else "no (not in sources yml)")
             for t in self.tables
         ]
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
         lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header, *rows]]
-        totals = (
-            f"{len(self.tables)} table(s), {sum(t.files for t in self.tables)} new file(s), "
-            f"{self.files_skipped} file(s) skipped as already ingested, {self.quarantined} quarantined"
-        )
+        if kafka:
+            totals = f"{len(self.tables)} table(s), {self.batches} micro-batch(es) from Kafka, {self.quarantined} quarantined"
+        else:
+            totals = (
+                f"{len(self.tables)} table(s), {sum(t.files for t in self.tables)} new file(s), "
+                f"{self.files_skipped} file(s) skipped as already ingested, {self.quarantined} quarantined"
+            )
         return "\n".join([*lines, totals])
 
 
@@ -98,7 +103,7 @@ def _key_map(files: list[extract.SourceFile], keys: PrimaryKeys) -> dict[str, li
     return {topic: columns for topic, columns in found.items() if columns is not None}
 
 
-def _log_quarantine(samples: list, summary: RunSummary) -> None:
+def log_quarantine(samples: list, summary: RunSummary) -> None:
     by_topic: dict[str, list] = {}
     for row in samples:
         by_topic.setdefault(row["_topic"], []).append(row)
@@ -139,25 +144,40 @@ def run(spark: SparkSession, config: IngestConfig) -> RunSummary:
         stats = {row["_source_file"]: row for row in transform.file_stats(classified).collect()}
         summary.tables = _summarize(new_files, stats, key_map)
         samples = transform.quarantine_samples(classified, SAMPLES_PER_TOPIC).collect() if summary.quarantined else []
-        _log_quarantine(samples, summary)
+        log_quarantine(samples, summary)
 
-        if summary.quarantined:
-            load.ensure_table(spark, schema, QUARANTINE_TABLE, transform.QUARANTINE_COLUMNS, transform.QUARANTINE_KEY)
-            load.insert_new_rows(
-                spark, transform.to_quarantine(classified, ingested_at), schema, QUARANTINE_TABLE,
-                transform.QUARANTINE_COLUMNS,
-            )
-        # Create every mappable table (dbt sources must exist even if only tombstones arrived).
-        for table in sorted({f.table for f in new_files if f.table and not f.error}):
-            load.ensure_table(spark, schema, table, transform.BRONZE_COLUMNS, transform.BRONZE_KEY)
-            if any(t.table == table and t.landed for t in summary.tables):
-                load.insert_new_rows(
-                    spark, transform.to_bronze(classified, table, ingested_at), schema, table, transform.BRONZE_COLUMNS
-                )
+        write_tables(
+            spark, schema, classified, {f.table for f in new_files if f.table and not f.error}, summary.tables,
+            ingested_at,
+        )
         _write_ledger(spark, schema, new_files, stats, ingested_at)
     finally:
         classified.unpersist()
     return summary
+
+
+def write_tables(
+    spark: SparkSession,
+    schema: str,
+    classified,  # noqa: ANN001 - DataFrame from transform.prepare
+    tables: set[str],
+    counts: list[TableSummary],
+    ingested_at: datetime,
+) -> None:
+    """Quarantine first, then every bronze table (keyed duplicate-drop inserts)."""
+    if any(t.quarantined for t in counts):
+        load.ensure_table(spark, schema, QUARANTINE_TABLE, transform.QUARANTINE_COLUMNS, transform.QUARANTINE_KEY)
+        load.insert_new_rows(
+            spark, transform.to_quarantine(classified, ingested_at), schema, QUARANTINE_TABLE,
+            transform.QUARANTINE_COLUMNS,
+        )
+    # Create every mappable table (dbt sources must exist even if only tombstones arrived).
+    for table in sorted(tables):
+        load.ensure_table(spark, schema, table, transform.BRONZE_COLUMNS, transform.BRONZE_KEY)
+        if any(t.table == table and t.landed for t in counts):
+            load.insert_new_rows(
+                spark, transform.to_bronze(classified, table, ingested_at), schema, table, transform.BRONZE_COLUMNS
+            )
 
 
 def default_sources_yml() -> Path:

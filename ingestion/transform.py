@@ -235,13 +235,14 @@ def to_quarantine(classified: DataFrame, ingested_at: datetime) -> DataFrame:
     return _stamped(rejected, QUARANTINE_COLUMNS, ingested_at)
 
 
-def file_stats(classified: DataFrame) -> DataFrame:
-    """Per file: lines, landed, quarantined, tombstones (feeds the ledger and the summary)."""
+def file_stats(classified: DataFrame, by: str = "_source_file") -> DataFrame:
+    """Per file (or per `by`, e.g. `_topic`): lines, landed, quarantined, tombstones
+    (feeds the ledger and the summary)."""
 
     def count(status: str) -> Column:
         return F.sum(F.when(F.col("_status") == status, 1).otherwise(0)).cast("bigint").alias(status + "_count")
 
-    return classified.groupBy("_source_file").agg(
+    return classified.groupBy(by).agg(
         F.count(F.lit(1)).cast("bigint").alias("lines"),
         count(STATUS_LANDED),
         count(STATUS_QUARANTINED),

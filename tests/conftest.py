@@ -19,7 +19,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # Set before Spark or dbt read them; `profiles.yml` renders these.
 _RUN_DIR = Path(tempfile.mkdtemp(prefix="cdc-lakehouse-test-"))
 os.environ["CDC_LAKEHOUSE_DIR"] = str(_RUN_DIR / "lakehouse")
-os.environ.setdefault("CDC_SPARK_JARS", str(ROOT / ".jars" / "hudi-spark3.5-bundle_2.12.jar"))
+SPARK_JARS = ("hudi-spark3.5-bundle_2.12", "spark-sql-kafka-0-10_2.12", "spark-token-provider-kafka-0-10_2.12",
+              "kafka-clients", "commons-pool2")
+os.environ.setdefault("CDC_SPARK_JARS", ",".join(str(ROOT / ".jars" / f"{name}.jar") for name in SPARK_JARS))
 os.environ.setdefault("CDC_SPARK_MASTER", "local[2]")
 os.environ["DBT_PROFILES_DIR"] = str(ROOT / "profiles")
 os.environ["TZ"] = "UTC"
@@ -35,9 +37,9 @@ def run_dir() -> Path:
 def spark():
     from ingestion.spark import get_session
 
-    jar = Path(os.environ["CDC_SPARK_JARS"])
-    if not jar.exists():
-        pytest.fail(f"{jar} is missing: run `make setup` first", pytrace=False)
+    missing = [jar for jar in os.environ["CDC_SPARK_JARS"].split(",") if not Path(jar).exists()]
+    if missing:
+        pytest.fail(f"{', '.join(missing)} missing: run `make setup` first", pytrace=False)
     session = get_session("local")
     yield session
     session.stop()

@@ -1,0 +1,123 @@
+"""`python -m runner`: one ingestion pass, then `dbt build`, in one Spark session.
+
+    python -m runner --once  --kafka-bootstrap-servers HOST:PORT --topic-pattern 'pagila\\.public\\..*'
+    python -m runner --every 300 --input s3a://bucket/topics
+
+`--once` is for cron or an orchestrator (exit code says what happened); `--every N`
+repeats the pass every N seconds until SIGINT/SIGTERM, finishing the pass in progress.
+Ingestion arguments are those of `python -m ingestion` (see its --help).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Sequence
+
+from ingestion import cli as ingestion_cli
+from ingestion.errors import IngestionError, UsageError
+from runner.lock import RunLockedError, exclusive
+
+log = logging.getLogger("runner")
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_QUARANTINED = 3
+EXIT_LOCKED = 4
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m runner",
+        description="One ingestion pass plus `dbt build`, once or every N seconds.",
+        epilog="exit codes: 0 ok, 3 ok but records were quarantined, 2 usage, 4 another run holds the lock, 1 failure",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    when = parser.add_mutually_exclusive_group(required=True)
+    when.add_argument("--once", action="store_true", help="one pass, then exit (for cron / orchestrators)")
+    when.add_argument("--every", type=float, metavar="SECONDS", help="a pass every SECONDS until stopped")
+    parser.add_argument(
+        "--max-failures", type=int, default=3, metavar="N",
+        help="with --every: stop after N failed passes in a row (default 3)",
+    )
+    parser.add_argument(
+        "--dbt-arg", action="append", default=[], metavar="ARG",
+        help="extra argument for `dbt build`, repeatable (e.g. --dbt-arg=--select --dbt-arg=silver)",
+    )
+    return parser
+
+
+def _lock_path() -> Path:
+    return Path(os.environ.get("CDC_LAKEHOUSE_DIR", "lakehouse")).resolve() / "run.lock"
+
+
+def one_pass(ingest_args: argparse.Namespace, dbt_args: list[str], target: str | None) -> int:
+    """Ingest, then build; returns an exit code. dbt runs in-process on the same session."""
+    from dbt.cli.main import dbtRunner
+
+    from ingestion.spark import PROJECT_DIR, get_session
+
+    run_ingestion = ingestion_cli.make_run(ingest_args)  # raises UsageError before Spark starts
+    spark = get_session(target)
+    started = time.monotonic()
+    summary = run_ingestion(spark)
+    print(summary.render(), flush=True)
+    ingested = time.monotonic()
+    result = dbtRunner().invoke(["build", "--project-dir", str(PROJECT_DIR), *dbt_args])
+    log.info("ingestion %.1fs, dbt build %.1fs", ingested - started, time.monotonic() - ingested)
+    if not result.success:
+        log.error("dbt build failed: %s", result.exception or "see the dbt log above")
+        return EXIT_FAILURE
+    return EXIT_QUARANTINED if summary.quarantined else EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args, rest = parser.parse_known_args(argv)
+        ingest_args = ingestion_cli.build_parser().parse_args(rest)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    logging.basicConfig(
+        level=logging.DEBUG if ingest_args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    target = None if ingest_args.target == "none" else ingest_args.target
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+
+    failures = 0
+    while True:
+        try:
+            with exclusive(_lock_path()):
+                code = one_pass(ingest_args, args.dbt_arg, target)
+        except UsageError as exc:
+            log.error("%s", exc)
+            return EXIT_USAGE
+        except RunLockedError as exc:
+            log.warning("%s", exc)
+            code = EXIT_LOCKED
+        except IngestionError as exc:
+            log.error("%s", exc)
+            code = EXIT_FAILURE
+        except Exception:  # noqa: BLE001 - a scheduled pass reports any crash and goes on
+            log.exception("pass failed")
+            code = EXIT_FAILURE
+        if args.once:
+            return code
+        failures = failures + 1 if code == EXIT_FAILURE else 0
+        if failures >= args.max_failures:
+            log.error("%d failed passes in a row: stopping", failures)
+            return EXIT_FAILURE
+        if stop.wait(args.every):
+            log.info("stopped by signal")
+            return code
