@@ -11,7 +11,11 @@ export PAGILA_DIR ?= $(abspath ../shared/datasets/pagila)
 
 export DBT_PROFILES_DIR := $(CURDIR)/profiles
 export CDC_LAKEHOUSE_DIR ?= $(CURDIR)/lakehouse
-export CDC_SPARK_JARS ?= $(CURDIR)/$(JARS)/hudi-spark3.5-bundle_2.12.jar
+# Jars the Spark driver loads (jvm/pom.xml fetches them; names without versions).
+SPARK_JARS := hudi-spark3.5-bundle_2.12 spark-sql-kafka-0-10_2.12 spark-token-provider-kafka-0-10_2.12 \
+  kafka-clients commons-pool2
+comma := ,
+export CDC_SPARK_JARS ?= $(subst $() ,$(comma),$(foreach j,$(SPARK_JARS),$(CURDIR)/$(JARS)/$(j).jar))
 export PYSPARK_PYTHON := $(CURDIR)/$(BIN)/python
 
 .PHONY: help setup demo test test-unit test-integration lint clean sample
@@ -21,7 +25,7 @@ help:
 	@echo "make test   set up if needed, run every test and the SQL lint"
 
 # --- setup (idempotent: stamps record what is done) --------------------------
-setup: $(VENV)/.installed $(JARS)/.fetched
+setup: $(VENV)/.installed $(JARS)/.fetched $(JARS)/.stack-fetched build/.stack-apt
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -55,3 +59,37 @@ lint: setup
 
 clean:
 	rm -rf lakehouse build target logs
+
+# --- the local CDC stack: PostgreSQL + MariaDB + Kafka + Connect/Debezium ------
+# `python -m stack` (stdlib only) runs everything on 127.0.0.1 under build/stack; see
+# stack/README.md. Setup fetches the pinned Kafka/Debezium jars (jvm/stack/pom.xml) and
+# installs Debian's mariadb-server / postgresql only when missing, never starting their
+# system services (policy-rc.d says no while apt runs).
+.PHONY: cdc-up cdc-down
+
+$(JARS)/.stack-fetched: jvm/stack/pom.xml
+	rm -rf $(JARS)/kafka $(JARS)/connect-plugins $(JARS)/.stack-build
+	mvn --quiet --batch-mode -f jvm/stack/pom.xml package -Dstack.jars=$(CURDIR)/$(JARS)
+	touch $@
+
+build/.stack-apt:
+	@set -e; need=""; \
+	{ command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ]; } || need="$$need mariadb-server mariadb-client"; \
+	ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need="$$need postgresql"; \
+	if [ -n "$$need" ]; then \
+	  if [ "$$(id -u)" != 0 ]; then echo "please install (as root): apt-get install -y$$need" >&2; exit 1; fi; \
+	  echo "apt-get install$$need (system services stay stopped)"; \
+	  if [ -e /usr/sbin/policy-rc.d ]; then cp -p /usr/sbin/policy-rc.d /usr/sbin/policy-rc.d.cdc-stack; fi; \
+	  trap 'if [ -e /usr/sbin/policy-rc.d.cdc-stack ]; then mv /usr/sbin/policy-rc.d.cdc-stack /usr/sbin/policy-rc.d; else rm -f /usr/sbin/policy-rc.d; fi' EXIT; \
+	  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod 755 /usr/sbin/policy-rc.d; \
+	  apt-get update -q >/dev/null; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$need >/dev/null; \
+	fi
+	mkdir -p $(@D)
+	touch $@
+
+cdc-up: setup
+	$(BIN)/python -m stack up
+
+cdc-down:
+	$(PYTHON) -m stack down

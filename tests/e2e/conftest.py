@@ -1,0 +1,44 @@
+"""The real CDC stack for the end-to-end tests: started here, stopped (and purged) after.
+
+It runs in this test run's own folder and on its own ports, so a developer's
+`make cdc-up` stack can keep running beside it. If anything cannot start, the
+fixture fails the tests with the service's log; nothing is skipped."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+# Ports 10 above the `make cdc-up` defaults.
+TEST_PORTS = {
+    "CDC_PG_PORT": "55442",
+    "CDC_MARIADB_PORT": "53316",
+    "CDC_KAFKA_PORT": "59102",
+    "CDC_KAFKA_CONTROLLER_PORT": "59103",
+    "CDC_CONNECT_PORT": "58093",
+}
+CONNECTORS = ("pagila-envelope", "movies-envelope")
+
+
+@pytest.fixture(scope="session")
+def cdc_stack(run_dir: Path):
+    import stack
+
+    # PostgreSQL runs as the `postgres` user when the tests run as root: it must reach its folder.
+    run_dir.chmod(0o755)
+    os.environ["CDC_STACK_DIR"] = str(run_dir / "stack")
+    for name, value in TEST_PORTS.items():
+        os.environ.setdefault(name, value)
+    try:
+        info = stack.up()
+        for name in CONNECTORS:
+            stack.register(name)
+    except Exception as exc:  # noqa: BLE001 - fail (never skip) with the reason
+        stack.down(purge=False)
+        pytest.fail(f"the CDC stack did not start: {exc}", pytrace=False)
+    try:
+        yield info
+    finally:
+        stack.down(purge=False)
