@@ -217,13 +217,15 @@ def _running_connect() -> Connect:
     return connect
 
 
-def register(name: str, timeout: float = 180) -> dict[str, Any]:
+def register(name: str, timeout: float = 180, overrides: dict[str, str] | None = None) -> dict[str, Any]:
     """PUT the connector's config and wait until it and its task are RUNNING.
 
+    ``overrides`` replace or add config entries for this registration only (e.g.
+    ``{"snapshot.mode": "no_data"}``); the file in ``stack/connectors`` is unchanged.
     Raises StackError with the connector's trace when it FAILED.
     """
     connect = _running_connect()
-    config = connector_config(name)
+    config = {**connector_config(name), **{str(k): str(v) for k, v in (overrides or {}).items()}}
     connect.call("PUT", f"/connectors/{name}/config", config)
     return connect.wait_running(name, timeout)
 

@@ -1,6 +1,6 @@
 """Scripted changes the end-to-end test makes in the source databases.
 
-Each inner list is one transaction. Rows the workloads add use ids from 90000 up so
+Each inner list is one transaction. Rows the workloads add use ids from 30000 up (inside smallint: Pagila's foreign keys are smallint) so
 they never collide with Pagila's own. Big values are built from md5 strings, which
 PostgreSQL cannot compress below its TOAST threshold, so they are stored out of line
 and a later update that does not touch them makes Debezium send
@@ -19,30 +19,30 @@ BIG_BYTES = "(select decode(string_agg(md5(i::text), ''), 'hex') from generate_s
 POSTGRES_ROUND_1: list[list[str]] = [
     # inserts, NULLs, a date and booleans
     [
-        "insert into actor (actor_id, first_name, last_name) values (90001, 'ADA', 'LOVELACE'), (90002, 'ALAN', 'TURING')",
-        "insert into category (category_id, name) values (90001, 'Documentary Shorts')",
+        "insert into actor (actor_id, first_name, last_name) values (30001, 'ADA', 'LOVELACE'), (30002, 'ALAN', 'TURING')",
+        "insert into category (category_id, name) values (30001, 'Documentary Shorts')",
         "insert into address (address_id, address, address2, district, city_id, postal_code, phone)"
-        " values (90001, '1 Analytical Engine Way', null, 'London', 312, null, '555-0101')",
+        " values (30001, '1 Analytical Engine Way', null, 'London', 312, null, '555-0101')",
         "insert into customer (customer_id, store_id, first_name, last_name, email, address_id, activebool, create_date)"
-        " values (90001, 1, 'GRACE', 'HOPPER', null, 90001, false, date '1906-12-09')",
-        "insert into inventory (inventory_id, film_id, store_id) values (90001, 1, 1)",
+        " values (30001, 1, 'GRACE', 'HOPPER', null, 30001, false, date '1906-12-09')",
+        "insert into inventory (inventory_id, film_id, store_id) values (30001, 1, 1)",
         "insert into rental (rental_id, inventory_id, customer_id, staff_id, rental_period)"
-        " values (90001, 90001, 90001, 1, tsrange('2022-05-01 10:00:00', null))",
+        " values (30001, 30001, 30001, 1, tsrange('2022-05-01 10:00:00', null))",
         "insert into payment (payment_id, customer_id, staff_id, rental_id, amount, payment_date)"
-        " values (90001, 90001, 1, 90001, 3.99, '2022-05-01 10:00:00.123456')",
-        "insert into film_category (film_id, category_id) values (1, 90001)",
-        "insert into film_actor (actor_id, film_id) values (90001, 1)",
+        " values (30001, 30001, 1, 30001, 3.99, '2022-05-01 10:00:00.123456')",
+        "insert into film_category (film_id, category_id) values (1, 30001)",
+        "insert into film_actor (actor_id, film_id) values (30001, 1)",
     ],
     # several updates of one row in one transaction (ordering inside a transaction)
     [
-        "update actor set last_name = 'LOVELACE-1' where actor_id = 90001",
-        "update actor set last_name = 'LOVELACE-2' where actor_id = 90001",
-        "update actor set first_name = 'AUGUSTA' where actor_id = 90001",
-        "update payment set amount = 4.99 where payment_id = 90001",
-        "update payment set amount = 5.49 where payment_id = 90001",
+        "update actor set last_name = 'LOVELACE-1' where actor_id = 30001",
+        "update actor set last_name = 'LOVELACE-2' where actor_id = 30001",
+        "update actor set first_name = 'AUGUSTA' where actor_id = 30001",
+        "update payment set amount = 4.99 where payment_id = 30001",
+        "update payment set amount = 5.49 where payment_id = 30001",
     ],
     # a primary-key change (Debezium: delete of the old key, create of the new one)
-    ["update actor set actor_id = 90003 where actor_id = 90002"],
+    ["update actor set actor_id = 30003 where actor_id = 30002"],
     # deletes of Pagila rows and of rows added above
     [
         "delete from payment where payment_id in (select payment_id from payment order by payment_id limit 3)",
@@ -57,9 +57,9 @@ POSTGRES_ROUND_1: list[list[str]] = [
         " special_features = array['Trailers', 'Commentaries'] where film_id = 3",
         "update film set original_language_id = 2 where film_id = 4",
         "update staff set active = false where staff_id = 2",
-        "update customer set activebool = true where customer_id = 90001",
+        "update customer set activebool = true where customer_id = 30001",
         "update rental set rental_period = tsrange(lower(rental_period), '2022-05-03 09:30:00', '[)')"
-        " where rental_id = 90001",
+        " where rental_id = 30001",
     ],
     # big values, stored out of line
     [
@@ -79,21 +79,21 @@ POSTGRES_ROUND_1: list[list[str]] = [
         " where rental_id in (1, 2)",
         "update rental set return_window = 'empty'::tstzrange where rental_id = 3",
         "insert into rental (rental_id, inventory_id, customer_id, staff_id, rental_period, checked_at, return_window)"
-        " values (90002, 90001, 90001, 2, tsrange('2022-06-01 08:00:00', '2022-06-02 08:00:00', '[]'),"
+        " values (30002, 30001, 30001, 2, tsrange('2022-06-01 08:00:00', '2022-06-02 08:00:00', '[]'),"
         " '2022-06-01 08:00:00+00', tstzrange('2022-06-01 08:00:00+00', null))",
     ],
 ]
 
 POSTGRES_ROUND_2_BEFORE_RESTART: list[list[str]] = [
     [
-        "delete from film_actor where actor_id = 90001",
-        "delete from actor where actor_id = 90001",
+        "delete from film_actor where actor_id = 30001",
+        "delete from actor where actor_id = 30001",
         "insert into payment (payment_id, customer_id, staff_id, rental_id, amount, payment_date)"
-        " values (90002, 1, 1, 90002, 7.25, '2022-06-01 08:00:00')",
-        "update inventory set store_id = 2 where inventory_id = 90001",
+        " values (30002, 1, 1, 30002, 7.25, '2022-06-01 08:00:00')",
+        "update inventory set store_id = 2 where inventory_id = 30001",
     ],
     # the deleted key comes back
-    ["insert into actor (actor_id, first_name, last_name) values (90001, 'ADA', 'BYRON')"],
+    ["insert into actor (actor_id, first_name, last_name) values (30001, 'ADA', 'BYRON')"],
 ]
 
 POSTGRES_ROUND_2_AFTER_RESTART: list[list[str]] = [
@@ -101,12 +101,12 @@ POSTGRES_ROUND_2_AFTER_RESTART: list[list[str]] = [
         "update film set replacement_cost = 9.99 where film_id = 5",  # big values still unchanged
         "update staff set username = 'mike2' where staff_id = 1",
         "update rental set checked_at = null where rental_id = 1",
-        "delete from payment where payment_id = 90001",
-        "update customer set first_name = 'AMAZING', activebool = false where customer_id = 90001",
+        "delete from payment where payment_id = 30001",
+        "update customer set first_name = 'AMAZING', activebool = false where customer_id = 30001",
     ],
     [
-        "update actor set last_name = 'KING' where actor_id = 90001",
-        "delete from actor where actor_id = 90003",
+        "update actor set last_name = 'KING' where actor_id = 30001",
+        "delete from actor where actor_id = 30003",
     ],
 ]
 

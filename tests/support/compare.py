@@ -25,13 +25,13 @@ def normalize(value: Any) -> Any:
         return [normalize(v) for v in value]
     if type(value).__name__ == "Range":  # psycopg.types.range.Range
         if value.isempty:
-            return {"lower": None, "upper": None, "lower_inclusive": False, "upper_inclusive": False, "empty": True}
+            return {"lower": None, "upper": None, "lower_inclusive": False, "upper_inclusive": False, "is_empty": True}
         return {
             "lower": normalize(value.lower),
             "upper": normalize(value.upper),
             "lower_inclusive": bool(value.lower_inc) if value.lower is not None else False,
             "upper_inclusive": bool(value.upper_inc) if value.upper is not None else False,
-            "empty": False,
+            "is_empty": False,
         }
     return value
 

@@ -1,0 +1,1 @@
+"""Record real Debezium output as test fixtures: ``python -m tools.record_fixtures --out tests/fixtures/debezium``."""
