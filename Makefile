@@ -93,3 +93,18 @@ cdc-up: setup
 
 cdc-down:
 	$(PYTHON) -m stack down
+
+# --- fixtures from reality: real Debezium output of the four connectors --------
+# Starts its own stack in /tmp/fixture-stack (own ports), records the scripted workload
+# (tools/record_fixtures/workload.py) into tests/fixtures/debezium, stops and deletes it.
+.PHONY: fixtures
+fixtures: setup
+	$(BIN)/python -m tools.record_fixtures --out tests/fixtures/debezium
+
+# --- one scheduled pass against the local stack: ingestion from Kafka + dbt build ---
+# (cron / orchestrators call `python -m runner --once ...` the same way; see README)
+CDC_TOPIC_PATTERN ?= (pagila\.public|mariadb\.movies_db)\..*
+.PHONY: run
+run: setup
+	$(BIN)/python -m runner --once --kafka-bootstrap-servers 127.0.0.1:$${CDC_KAFKA_PORT:-59092} \
+	  --topic-pattern '$(CDC_TOPIC_PATTERN)'
