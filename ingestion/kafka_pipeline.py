@@ -18,8 +18,9 @@ from pyspark.sql import DataFrame, SparkSession
 
 from ingestion import kafka_source, load, transform
 from ingestion.errors import TableNameError, UsageError
-from ingestion.naming import validate_identifier
+from ingestion.naming import qualified, validate_identifier
 from ingestion.pipeline import (
+    QUARANTINE_TABLE,
     SAMPLES_PER_TOPIC,
     RunSummary,
     TableSummary,
@@ -117,6 +118,12 @@ def run_kafka(spark: SparkSession, config: KafkaIngestConfig) -> RunSummary:
         .start()
     )
     query.awaitTermination()  # re-raises the batch's exception (StreamingQueryException)
+    # The batches wrote through foreachBatch's cloned session; this session may hold the
+    # tables' relations (file listings) from earlier reads, e.g. a dbt build in the same
+    # process, and would keep reading the old snapshot. Refresh what was written.
+    for name in sorted({t.table for t in summary.tables if not t.table.startswith("(")} | {QUARANTINE_TABLE}):
+        if load.table_exists(spark, schema, name):
+            spark.catalog.refreshTable(qualified(schema, name))
     return summary
 
 
