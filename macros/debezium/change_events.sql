@@ -1,5 +1,5 @@
 {#- Bronze change-log rows (either record shape) -> one change-event shape: the model's
-    columns decoded to Spark types, plus
+    columns (but `meta.cdc_derived` ones) decoded to Spark types, plus
       _cdc_op          c/u/d/r as Debezium sent it
       _cdc_deleted     the event deletes its key (envelope op=d, flattened __deleted=true)
       _cdc_order       the key's event order: source log position (Postgres LSN; MySQL
@@ -10,7 +10,8 @@
       _cdc_unavailable__<col>  (variable-length columns) Debezium sent its unchanged-TOAST
                        placeholder instead of the value -#}
 {% macro cdc_change_events(change_log) %}
-    {%- set columns = cdc_model_columns() -%}
+    {#- derived columns are not in the event: the model computes them afterwards -#}
+    {%- set columns = cdc_model_columns() | rejectattr('derived') | list -%}
     {%- set primary_key = cdc_primary_key() %}
     select
         {%- for column in columns %}

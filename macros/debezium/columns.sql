@@ -10,24 +10,47 @@
                 ~ "(letters, digits, underscore). Rename it in the model's YAML.") }}
         {%- endif -%}
         {%- set data_type = (column.data_type or '') | lower | replace(' ', '') | replace('integer', 'int') -%}
-        {%- if not (data_type in supported or modules.re.match('^decimal[(][0-9]+,[0-9]+[)]$', data_type)) -%}
+        {%- if not (data_type in supported
+                    or modules.re.match('^decimal[(][0-9]+,[0-9]+[)]$', data_type)
+                    or cdc_range_bound_type(data_type) is not none) -%}
             {{ exceptions.raise_compiler_error(
                 "Model " ~ model.name ~ ": column '" ~ name ~ "' has data_type '" ~ (column.data_type or '')
-                ~ "'. Give every column a data_type, one of " ~ supported | join(', ') ~ " or decimal(p,s).") }}
+                ~ "'. Give every column a data_type, one of " ~ supported | join(', ') ~ ", decimal(p,s) or "
+                ~ "a range struct<lower:T,upper:T,lower_inclusive:boolean,upper_inclusive:boolean,is_empty:boolean> "
+                ~ "(T one of timestamp, date, int, bigint, decimal(p,s)).") }}
         {%- endif -%}
+        {#- meta.cdc_derived: not decoded from the change event; the model's SQL computes it
+            (e.g. a generated column logical replication does not publish). -#}
+        {%- set derived = (column.meta or {}).get('cdc_derived', false) is true -%}
         {%- do columns.append({
             'name': name,
             'data_type': data_type,
             'encoding': (column.meta or {}).get('debezium_encoding'),
-            'toastable': data_type in ['string', 'binary'] or data_type.startswith('array'),
+            'toastable': not derived and (data_type in ['string', 'binary'] or data_type.startswith('array')
+                or data_type.startswith('struct')),
+            'derived': derived,
         }) -%}
     {%- endfor -%}
-    {%- if execute and columns | length == 0 -%}
+    {%- if execute and columns | rejectattr('derived') | list | length == 0 -%}
         {{ exceptions.raise_compiler_error(
             "Model " ~ model.name ~ " declares no columns. List the source table's columns with their "
             ~ "data_type under `columns:` in the model's YAML.") }}
     {%- endif -%}
     {{ return(columns) }}
+{% endmacro %}
+
+
+{#- The bound type T of a range column declared as
+    struct<lower:T,upper:T,lower_inclusive:boolean,upper_inclusive:boolean,is_empty:boolean>
+    (data_type already lower-cased, spaces removed), or none for any other type. -#}
+{% macro cdc_range_bound_type(data_type) %}
+    {%- set match = modules.re.match(
+        '^struct<lower:(timestamp|date|int|bigint|decimal[(][0-9]+,[0-9]+[)]),upper:([a-z0-9(),]+),'
+        ~ 'lower_inclusive:boolean,upper_inclusive:boolean,is_empty:boolean>$', data_type) -%}
+    {%- if match and match.group(1) == match.group(2) -%}
+        {{ return(match.group(1)) }}
+    {%- endif -%}
+    {{ return(none) }}
 {% endmacro %}
 
 

@@ -45,6 +45,8 @@
             {%- endif %}
             else cast({{ raw }} as timestamp)
         end
+    {%- elif cdc_range_bound_type(data_type) is not none -%}
+        {{ cdc_decode_range(raw, cdc_range_bound_type(data_type)) }}
     {%- elif data_type.startswith('array') -%}
         from_json({{ raw }}, '{{ data_type }}')
     {%- elif data_type == 'binary' -%}
@@ -69,4 +71,45 @@
             else aggregate(sequence(1, length({{ bytes }})), cast(0 as decimal(38, 0)),
                 (acc, i) -> cast(acc * 256 + {{ byte_at }} as decimal(38, 0)))
         end as string), 'E-{{ scale }}') as decimal({{ precision }}, {{ scale }}))
+{%- endmacro %}
+
+
+{#- PostgreSQL range types (tsrange, tstzrange, daterange, int4range, int8range, numrange):
+    Debezium sends PostgreSQL's text form, e.g. ["2005-05-24 22:53:30","2005-05-26 22:04:30"),
+    `empty`, or an unbounded side left empty: ["2005-05-24 22:53:30",). Decoded to
+    struct<lower, upper, lower_inclusive, upper_inclusive, is_empty>, like PostgreSQL's
+    lower(), upper(), lower_inc(), upper_inc(), isempty(): an unbounded side has a null
+    bound and is exclusive; `empty` has null bounds and is_empty = true. A bound of
+    `infinity` / `-infinity` has no Spark value: null too. tstzrange bounds carry their
+    UTC offset (e.g. +00) and become the UTC instant. -#}
+{% macro cdc_decode_range(raw, bound_type) -%}
+    {%- set body = 'substr(' ~ raw ~ ', 2, length(' ~ raw ~ ') - 2)' -%}
+    {#- two bounds, each "quoted" or bare, split at the comma outside quotes -#}
+    {%- set pattern = "'^(\"[^\"]*\"|[^\",]*),(\"[^\"]*\"|[^\",]*)$'" -%}
+    case
+        when {{ raw }} = 'empty' then named_struct(
+            'lower', cast(null as {{ bound_type }}),
+            'upper', cast(null as {{ bound_type }}),
+            'lower_inclusive', false,
+            'upper_inclusive', false,
+            'is_empty', true
+        )
+        when left({{ raw }}, 1) in ('[', '(') and right({{ raw }}, 1) in (']', ')')
+            and {{ body }} rlike {{ pattern }} then named_struct(
+            'lower', {{ cdc_decode_range_bound('regexp_extract(' ~ body ~ ', ' ~ pattern ~ ', 1)', bound_type) }},
+            'upper', {{ cdc_decode_range_bound('regexp_extract(' ~ body ~ ', ' ~ pattern ~ ', 2)', bound_type) }},
+            'lower_inclusive', left({{ raw }}, 1) = '[',
+            'upper_inclusive', right({{ raw }}, 1) = ']',
+            'is_empty', false
+        )
+    end
+{%- endmacro %}
+
+
+{#- One bound of a range's text form: unquoted, empty (unbounded) or +-infinity -> null. -#}
+{% macro cdc_decode_range_bound(token, bound_type) -%}
+    case
+        when replace({{ token }}, '"', '') in ('', 'infinity', '-infinity') then null
+        else cast(replace({{ token }}, '"', '') as {{ bound_type }})
+    end
 {%- endmacro %}

@@ -3,7 +3,8 @@
     unchanged TOAST value takes the key's latest real value in the batch; if there is
     none, its name is listed in `_cdc_unavailable` and the merge keeps the stored value. -#}
 {% macro cdc_latest_per_key(change_events) %}
-    {%- set columns = cdc_model_columns() -%}
+    {#- derived columns are computed by the model from this result -#}
+    {%- set columns = cdc_model_columns() | rejectattr('derived') | list -%}
     {%- set primary_key = cdc_primary_key() -%}
     {%- set toastable = columns | selectattr('toastable') | list %}
     select

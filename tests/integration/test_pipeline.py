@@ -1,12 +1,17 @@
-"""The whole pipeline on real Spark and Hudi: the Pagila sample change streams are
-ingested batch by batch, `dbt build` runs after each batch, and every silver table is
-compared row by row with the current state the oracle computes from the raw files.
-Then a --full-refresh build must give the same tables, and a build with no new input
-must change nothing."""
+"""The whole pipeline on real Spark and Hudi: the sample change streams (14 Pagila
+tables and the MariaDB movies table) are ingested batch by batch, `dbt build` runs after
+each batch, and every silver table is compared row by row with the current state the
+oracle computes from the raw files, and the gold tables with the same joins computed in
+Python. Then a --full-refresh build must give the same tables, and a build with no new
+input must change nothing. The decode macros are also checked on encodings the sample
+does not contain (tstzrange, ZonedTimestamp, infinity bounds, ...)."""
 
 from __future__ import annotations
 
 import shutil
+from collections import defaultdict
+from datetime import date, datetime
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -31,7 +36,8 @@ def dbt(*args: str) -> None:
 def silver_rows(spark, table: str, columns: list[str], key: list[str]) -> list[dict]:
     select = ", ".join(f"`{c}`" for c in columns)
     order = ", ".join(f"`{c}`" for c in key)
-    return [row.asDict() for row in spark.sql(f"select {select} from silver.`{table}` order by {order}").collect()]
+    return [row.asDict(recursive=True)
+            for row in spark.sql(f"select {select} from silver.`{table}` order by {order}").collect()]
 
 
 def snapshot_silver(spark) -> dict[str, list[dict]]:
@@ -66,6 +72,46 @@ def expected_address_locations(batch_dirs: list[Path]) -> list[dict]:
     return rows
 
 
+def expected_revenue_by_category_month(batch_dirs: list[Path]) -> list[dict]:
+    """payment -> rental -> inventory -> film_category -> category, per category name and
+    month of payment_date; a payment counts for every category of its film, or for a
+    null category when the chain breaks."""
+    def state(table: str) -> list[dict]:
+        return oracle.expected_current_state_from_batches(batch_dirs, table)
+
+    rentals = {r["rental_id"]: r for r in state("rental")}
+    inventory = {r["inventory_id"]: r for r in state("inventory")}
+    categories = {r["category_id"]: r["name"] for r in state("category")}
+    film_categories = defaultdict(list)
+    for r in state("film_category"):
+        film_categories[r["film_id"]].append(r["category_id"])
+    totals: dict[tuple, list] = {}
+    for payment in state("payment"):
+        rental = rentals.get(payment["rental_id"])
+        item = inventory.get(rental["inventory_id"]) if rental else None
+        names = [categories.get(c) for c in film_categories.get(item["film_id"], [])] if item else []
+        month = date(payment["payment_date"].year, payment["payment_date"].month, 1)
+        for name in names or [None]:
+            total = totals.setdefault((name, month), [Decimal("0.00"), 0])
+            total[0] += payment["amount"]
+            total[1] += 1
+    return [{"category_name": name, "payment_month": month, "revenue": revenue, "payment_count": count}
+            for (name, month), (revenue, count) in sorted(totals.items(), key=lambda kv: (kv[0][0] or "", kv[0][1]))]
+
+
+def assert_gold_matches(spark, batch_dirs: list[Path]) -> None:
+    gold = [row.asDict() for row in spark.sql(
+        "select address_id, city, country from gold.address_locations order by address_id").collect()]
+    assert gold == expected_address_locations(batch_dirs)
+    revenue = [row.asDict() for row in spark.sql(
+        "select category_name, payment_month, revenue, payment_count from gold.revenue_by_category_month "
+        "order by coalesce(category_name, ''), payment_month").collect()]
+    expected = expected_revenue_by_category_month(batch_dirs)
+    assert len(revenue) == len(expected), f"revenue_by_category_month: {len(revenue)} rows, expected {len(expected)}"
+    for got, want in zip(revenue, expected):
+        assert got == want, f"gold.revenue_by_category_month differs:\n got  {got}\n want {want}"
+
+
 @pytest.fixture(scope="module")
 def sample(run_dir: Path) -> Path:
     out = run_dir / "sample"
@@ -90,10 +136,7 @@ def test_batches_incremental_full_refresh_and_rerun(spark, sample: Path, run_dir
 
         dbt("build")
         assert_silver_matches_oracle(spark, seen)
-
-        gold = [row.asDict() for row in spark.sql(
-            "select address_id, city, country from gold.address_locations order by address_id").collect()]
-        assert gold == expected_address_locations(seen)
+        assert_gold_matches(spark, seen)
 
     incremental = snapshot_silver(spark)
 
@@ -110,3 +153,58 @@ def test_batches_incremental_full_refresh_and_rerun(spark, sample: Path, run_dir
     commits_after = {t: spark.sql(f"call show_commits(table => 'silver.{t}', limit => 100)").count()
                      for t in oracle.TABLES}
     assert commits_after == commits_before, "a build with no new bronze commits wrote to silver"
+
+
+# Encodings the sample does not contain, through the same decode macros the models use.
+RANGE = "struct<lower:timestamp,upper:timestamp,lower_inclusive:boolean,upper_inclusive:boolean,is_empty:boolean>"
+DATE_RANGE = "struct<lower:date,upper:date,lower_inclusive:boolean,upper_inclusive:boolean,is_empty:boolean>"
+DECODE_CASES = [
+    # (raw JSON text as bronze holds it, data_type, expected value)
+    ("2022-02-15T09:46:56.123456Z", "timestamp", datetime(2022, 2, 15, 9, 46, 56, 123456)),  # ZonedTimestamp
+    ("2022-02-15T09:46:56Z", "timestamp", datetime(2022, 2, 15, 9, 46, 56)),
+    ("-1", "timestamp", datetime(1969, 12, 31, 23, 59, 59, 999999)),  # MicroTimestamp
+    ("-1", "date", date(1969, 12, 31)),
+    ("gA==", "decimal(4,2)", Decimal("-1.28")),
+    ("AIA=", "decimal(4,2)", Decimal("1.28")),
+    ('["2005-05-24 22:53:30+00","2005-05-26 22:04:30.5+02")', RANGE,  # tstzrange: UTC instants
+     {"lower": datetime(2005, 5, 24, 22, 53, 30), "upper": datetime(2005, 5, 26, 20, 4, 30, 500000),
+      "lower_inclusive": True, "upper_inclusive": False, "is_empty": False}),
+    ('["2005-05-24 22:53:30",infinity]', RANGE,
+     {"lower": datetime(2005, 5, 24, 22, 53, 30), "upper": None,
+      "lower_inclusive": True, "upper_inclusive": True, "is_empty": False}),
+    ("(,)", RANGE, {"lower": None, "upper": None, "lower_inclusive": False, "upper_inclusive": False,
+                    "is_empty": False}),
+    ("empty", RANGE, {"lower": None, "upper": None, "lower_inclusive": False, "upper_inclusive": False,
+                      "is_empty": True}),
+    ("[2005-05-24,2005-05-26)", DATE_RANGE,  # daterange: bounds not quoted
+     {"lower": date(2005, 5, 24), "upper": date(2005, 5, 26), "lower_inclusive": True,
+      "upper_inclusive": False, "is_empty": False}),
+    ('["__debezium_unavailable_value"]', "array<string>", ["__debezium_unavailable_value"]),
+]
+UNAVAILABLE_CASES = [
+    ("__debezium_unavailable_value", True),
+    ('["__debezium_unavailable_value"]', True),
+    ("X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ==", True),
+    ('["__debezium_unavailable_value","x"]', False),
+    ("__debezium_unavailable_value ", False),
+]
+
+
+def sql_text(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def test_decode_macros_on_other_encodings(spark):
+    columns = [f"{{{{ cdc_decode_value({sql_text(sql_text(raw))!s}, {data_type!r}) }}}} as c{i}"
+               for i, (raw, data_type, _) in enumerate(DECODE_CASES)]
+    columns += [f"{{{{ cdc_is_unavailable({sql_text(sql_text(raw))!s}) }}}} as u{i}"
+                for i, (raw, _) in enumerate(UNAVAILABLE_CASES)]
+    result = dbtRunner().invoke(["compile", "--inline", "select " + ", ".join(columns),
+                                 "--project-dir", str(ROOT), "--profiles-dir", str(ROOT / "profiles")])
+    assert result.success, result.exception
+    compiled = result.result.results[0].node.compiled_code
+    row = spark.sql(compiled).collect()[0].asDict(recursive=True)
+    for i, (raw, data_type, want) in enumerate(DECODE_CASES):
+        assert row[f"c{i}"] == want, f"{raw!r} as {data_type}: got {row[f'c{i}']!r}"
+    for i, (raw, want) in enumerate(UNAVAILABLE_CASES):
+        assert row[f"u{i}"] is want, f"cdc_is_unavailable({raw!r})"

@@ -8,9 +8,19 @@ Rules:
   {"schema": ..., "payload": ...} is unwrapped;
 - both shapes are understood: the Debezium envelope (op/before/after/source) and the
   ExtractNewRecordState value (`__op`, `__lsn`, `__deleted`, ...);
-- each primary key's events are ordered by (source LSN, partition, offset), never by
-  ts_ms; the last one wins; a delete removes the key;
-- values are decoded from the PostgreSQL column type to the Python type Spark shows.
+- each primary key's events are ordered by (source position, partition, offset), never
+  by ts_ms; the source position is the LSN (PostgreSQL) or the binlog (file, position,
+  row) (MariaDB); the last one wins; a delete removes the key;
+- an unchanged TOASTed value (Debezium's placeholder `__debezium_unavailable_value`: as
+  text, as the one element of an array, or as base64 of its bytes) is not a value: the
+  key keeps its latest earlier value;
+- a delete's row image only names the key (REPLICA IDENTITY DEFAULT fills the other
+  columns with defaults or zeros);
+- a field missing from an event (a column added later to the source) is null;
+- derived columns (a generated column PostgreSQL does not stream) are computed from the
+  row as the source computes them;
+- values are decoded from the source column type to the Python type Spark shows (a
+  range as {lower, upper, lower_inclusive, upper_inclusive, is_empty}).
 """
 
 from __future__ import annotations
@@ -22,8 +32,9 @@ from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path
 
-# From pagila-schema.sql, columns in table order. film.revenue_projection is a
-# GENERATED column: not in the COPY data and not published by pgoutput, so left out.
+# From pagila-schema.sql, columns in table order. film.revenue_projection and
+# customer.active are GENERATED columns, not published by pgoutput: silver derives them
+# (see "derived").
 TS = "timestamp without time zone"
 TABLES: dict[str, dict] = {
     "actor": {
@@ -41,7 +52,12 @@ TABLES: dict[str, dict] = {
                     "rental_duration": "smallint", "rental_rate": "numeric(4,2)",
                     "length": "smallint", "replacement_cost": "numeric(5,2)",
                     "rating": "public.mpaa_rating", "last_update": TS,
-                    "special_features": "text[]", "fulltext": "tsvector"},
+                    "special_features": "text[]", "fulltext": "tsvector",
+                    "revenue_projection": "numeric(5,2)"},
+        # GENERATED ALWAYS AS ((rental_duration)::numeric * rental_rate) STORED
+        "derived": {"revenue_projection": lambda row: None
+                    if row["rental_duration"] is None or row["rental_rate"] is None
+                    else (row["rental_duration"] * row["rental_rate"]).quantize(Decimal("0.01"))},
     },
     "film_actor": {
         "topic": "pagila.public.film_actor",
@@ -84,10 +100,117 @@ TABLES: dict[str, dict] = {
         "columns": {"country_id": "integer", "country": "character varying(50)",
                     "last_update": TS},
     },
+    "staff": {
+        "topic": "pagila.public.staff",
+        "primary_key": ["staff_id"],
+        "columns": {"staff_id": "integer", "first_name": "character varying(45)",
+                    "last_name": "character varying(45)", "address_id": "smallint",
+                    "email": "character varying(50)", "store_id": "smallint",
+                    "active": "boolean", "username": "character varying(16)",
+                    "password": "character varying(40)", "last_update": TS,
+                    "picture": "bytea"},
+    },
+    "customer": {
+        "topic": "pagila.public.customer",
+        "primary_key": ["customer_id"],
+        "columns": {"customer_id": "integer", "store_id": "smallint",
+                    "first_name": "character varying(45)", "last_name": "character varying(45)",
+                    "email": "character varying(50)", "address_id": "smallint",
+                    "activebool": "boolean", "create_date": "date", "last_update": TS,
+                    "active": "smallint"},
+        # GENERATED ALWAYS AS (CASE WHEN (activebool IS TRUE) THEN 1 ELSE 0 END) STORED
+        "derived": {"active": lambda row: 1 if row["activebool"] is True else 0},
+    },
+    "inventory": {
+        "topic": "pagila.public.inventory",
+        "primary_key": ["inventory_id"],
+        "columns": {"inventory_id": "integer", "film_id": "smallint", "store_id": "smallint",
+                    "last_update": TS},
+    },
+    "rental": {
+        "topic": "pagila.public.rental",
+        "primary_key": ["rental_id"],
+        "columns": {"rental_id": "integer", "inventory_id": "integer", "customer_id": "smallint",
+                    "staff_id": "smallint", "last_update": TS, "rental_period": "tsrange",
+                    "checked_at": "timestamp with time zone", "return_window": "tstzrange"},
+        # not in Pagila: added by ALTER TABLE while capturing (older events lack them)
+        "added_later": ["checked_at", "return_window"],
+    },
+    "payment": {
+        "topic": "pagila.public.payment",
+        # the partitioned root has no primary key; the connector is given payment_id
+        "primary_key": ["payment_id"],
+        "columns": {"payment_id": "integer", "customer_id": "smallint", "staff_id": "smallint",
+                    "rental_id": "integer", "amount": "numeric(5,2)", "payment_date": TS},
+    },
+    # MariaDB movies_db.movies; `country` was added later (ALTER TABLE)
+    "movies": {
+        "topic": "mariadb.movies_db.movies",
+        "primary_key": ["movie_id"],
+        "columns": {"movie_id": "int(11)", "title": "varchar(200)", "release_year": "year(4)",
+                    "country": "varchar(60)"},
+    },
 }
+
+PAGILA_TABLES = [t for t, spec in TABLES.items() if spec["topic"].startswith("pagila.")]
+
+UNAVAILABLE = "__debezium_unavailable_value"
 
 _EPOCH = datetime(1970, 1, 1)
 _FILE_RE = re.compile(r"^(?P<topic>.+)\+(?P<partition>\d+)\+(?P<offset>\d+)\.json$")
+
+
+def is_unavailable(pg_type: str, value) -> bool:
+    """Debezium's unchanged-TOAST placeholder, in the form it takes for this type."""
+    if pg_type == "bytea":
+        return isinstance(value, str) and base64.b64decode(value) == UNAVAILABLE.encode()
+    if pg_type.endswith("[]"):
+        return value == [UNAVAILABLE]
+    return value == UNAVAILABLE
+
+
+def _pg_timestamp(text: str, with_zone: bool) -> datetime:
+    """PostgreSQL's timestamp text: `2005-05-24 22:53:30[.f...][+hh[:mm]]` -> naive
+    (tstzrange: the UTC instant)."""
+    m = re.fullmatch(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:\.(\d{1,6}))?([+-]\d\d(?::?\d\d)?)?", text)
+    if not m:
+        raise ValueError(f"not a PostgreSQL timestamp: {text!r}")
+    dt = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S")
+    if m.group(2):
+        dt = dt.replace(microsecond=int(m.group(2).ljust(6, "0")))
+    if with_zone and m.group(3):
+        sign = -1 if m.group(3)[0] == "-" else 1
+        digits = m.group(3)[1:].replace(":", "")
+        offset = timedelta(hours=int(digits[:2]), minutes=int(digits[2:] or 0))
+        dt = dt - sign * offset
+    return dt
+
+
+def decode_range(pg_type: str, text: str) -> dict:
+    """A range's text form -> {lower, upper, lower_inclusive, upper_inclusive, is_empty}
+    (PostgreSQL's lower(), upper(), lower_inc(), upper_inc(), isempty()); an unbounded or
+    infinite bound is None (PostgreSQL prints an unbounded side as exclusive)."""
+    if text == "empty":
+        return {"lower": None, "upper": None, "lower_inclusive": False, "upper_inclusive": False,
+                "is_empty": True}
+    opening, closing, body = text[0], text[-1], text[1:-1]
+    assert opening in "[(" and closing in "])", text
+    bounds, current, quoted = [], "", False
+    for ch in body:  # split at the comma outside double quotes
+        if ch == '"':
+            quoted = not quoted
+        elif ch == "," and not quoted:
+            bounds.append(current)
+            current = ""
+        else:
+            current += ch
+    bounds.append(current)
+    assert len(bounds) == 2, text
+    values = [None if b in ("", "infinity", "-infinity") else _pg_timestamp(b, pg_type == "tstzrange")
+              for b in bounds]
+    return {"lower": values[0], "upper": values[1],
+            "lower_inclusive": opening == "[", "upper_inclusive": closing == "]",
+            "is_empty": False}
 
 
 def decode(pg_type: str, value):
@@ -95,7 +218,7 @@ def decode(pg_type: str, value):
     if value is None:
         return None
     t = pg_type
-    if t in ("integer", "smallint", "bigint", "public.year"):
+    if t in ("integer", "smallint", "bigint", "public.year") or t.startswith(("int(", "year(")):
         return int(value)
     if t.startswith("numeric"):
         scale = int(re.search(r",\s*(\d+)\)", t).group(1))
@@ -118,6 +241,8 @@ def decode(pg_type: str, value):
         return base64.b64decode(value)
     if t.endswith("[]"):
         return [None if v is None else str(v) for v in value]
+    if t in ("tsrange", "tstzrange"):
+        return decode_range(t, value)
     return str(value)  # varchar, text, bpchar, enum, tsvector, domains over text
 
 
@@ -151,16 +276,23 @@ def read_records(files) -> list[dict]:
     return out
 
 
-def to_event(value: dict) -> tuple[int, dict, bool]:
-    """(lsn, raw row, deleted) of one unwrapped record value, either shape."""
+def _position(fields: dict, prefix: str = "") -> tuple:
+    """Source log position: (LSN,) for PostgreSQL, (binlog file, position, row) for MySQL/MariaDB."""
+    if fields.get(prefix + "lsn") is not None:
+        return (int(fields[prefix + "lsn"]),)
+    return (fields[prefix + "file"], int(fields[prefix + "pos"]), int(fields.get(prefix + "row") or 0))
+
+
+def to_event(value: dict) -> tuple[tuple, dict, bool]:
+    """(source position, raw row, deleted) of one unwrapped record value, either shape."""
     if "op" in value and "source" in value:  # Debezium envelope
         deleted = value["op"] == "d"
         row = value["before"] if deleted else value["after"]
-        return int(value["source"]["lsn"]), row, deleted
+        return _position(value["source"]), row, deleted
     if "__op" in value or "__deleted" in value:  # ExtractNewRecordState
         deleted = value.get("__deleted") in ("true", True) or value.get("__op") == "d"
         row = {k: v for k, v in value.items() if not k.startswith("__")}
-        return int(value["__lsn"]), row, deleted
+        return _position(value, "__"), row, deleted
     raise ValueError(f"unknown record shape: {sorted(value)[:8]}")
 
 
@@ -168,20 +300,34 @@ def expected_current_state(files, table: str) -> list[dict]:
     """Latest non-deleted row per primary key, sorted by key, columns in table order."""
     spec = TABLES[table]
     cols, pk = spec["columns"], spec["primary_key"]
-    latest: dict[tuple, tuple] = {}
+    derived = spec.get("derived", {})
+    events: dict[tuple, list] = {}
     for rec in read_records(files):
         if rec["topic"] != spec["topic"]:
             continue
-        lsn, row, deleted = to_event(rec["value"])
+        position, row, deleted = to_event(rec["value"])
         key = tuple(decode(cols[c], row[c]) for c in pk)
-        order = (lsn, rec["partition"], rec["offset"])
-        if key not in latest or order > latest[key][0]:
-            latest[key] = (order, row, deleted)
+        events.setdefault(key, []).append(((position, rec["partition"], rec["offset"]), row, deleted))
     result = []
-    for key in sorted(latest):
-        _, row, deleted = latest[key]
+    for key in sorted(events):
+        known: dict[str, object] = {}  # the key's latest real value per column
+        current, deleted = None, True
+        for _, row, deleted in sorted(events[key], key=lambda e: e[0]):
+            current = {}
+            if deleted:  # a delete's row image holds the key; other columns are not values
+                continue
+            for c, t in cols.items():
+                if c in derived:
+                    continue
+                raw = row.get(c)
+                if is_unavailable(t, raw):
+                    current[c] = known.get(c)
+                else:
+                    current[c] = known[c] = decode(t, raw)
         if not deleted:
-            result.append({c: decode(t, row.get(c)) for c, t in cols.items()})
+            for c, expression in derived.items():
+                current[c] = expression(current)
+            result.append({c: current[c] for c in cols})
     return result
 
 

@@ -1,5 +1,6 @@
-"""Sample Debezium change streams from the Pagila dataset, laid out like the
-Kafka Connect S3 sink writes them:
+"""Sample Debezium change streams from the Pagila dataset (PostgreSQL) and a small
+invented MariaDB table (`mariadb.movies_db.movies`), laid out like the Kafka Connect S3
+sink writes them:
 
     <out>/batches/<k>/topics/<topic>/partition=<p>/<topic>+<p>+<startOffset:010d>.json
 
@@ -13,7 +14,7 @@ import json
 import shutil
 from pathlib import Path
 
-from . import debezium, pagila, workload
+from . import debezium, mariadb, pagila, workload
 from .debezium import ENVELOPE, FLATTENED
 
 DEFAULT_SEED = 7
@@ -29,7 +30,15 @@ TOPIC_LAYOUT = {
     "city": (FLATTENED, False, 1),
     "film_category": (FLATTENED, False, 1),
     "country": (FLATTENED, True, 1),
+    "staff": (FLATTENED, True, 1),
+    "customer": (ENVELOPE, True, 1),
+    "inventory": (FLATTENED, False, 1),
+    "rental": (FLATTENED, False, 1),
+    "payment": (ENVELOPE, False, 2),
+    "movies": (ENVELOPE, False, 1),  # MariaDB, JsonConverter schemas.enable=false
 }
+# every captured table, Pagila's then MariaDB's
+TABLES = pagila.TABLES + [mariadb.TABLE]
 
 # records per file before the sink rotates (flush.size); small for streaming batches
 # so one batch can hold several files of a topic-partition.
@@ -40,6 +49,7 @@ def generate(pagila_dir: str | Path, out: str | Path, seed: int = DEFAULT_SEED) 
     schema, rows, schema_sql = pagila.load(pagila_dir)
     enums = {"mpaa_rating": pagila.enum_labels(schema_sql, "mpaa_rating")}
     w = workload.build(schema, rows, seed)
+    movies = mariadb.build(seed)
 
     out = Path(out)
     if (out / "batches").exists():
@@ -51,38 +61,57 @@ def generate(pagila_dir: str | Path, out: str | Path, seed: int = DEFAULT_SEED) 
         "connector": {"name": "debezium-postgresql", "version": debezium.CONNECTOR_VERSION,
                       "plugin": "pgoutput", "server_name": debezium.SERVER_NAME,
                       "db": debezium.DB_NAME, "decimal.handling.mode": "precise",
-                      "time.precision.mode": "adaptive"},
-        "delete_before": "full row (as REPLICA IDENTITY FULL); updates have before=null",
+                      "time.precision.mode": "adaptive", "binary.handling.mode": "bytes",
+                      "publish_via_partition_root": True,
+                      "message.key.columns": "public.payment:payment_id"},
+        "connector_mariadb": {"name": "debezium-mariadb", "version": debezium.CONNECTOR_VERSION,
+                              "server_name": mariadb.SERVER_NAME, "db": mariadb.DB_NAME,
+                              "value.converter.schemas.enable": False},
+        "delete_before": "REPLICA IDENTITY DEFAULT: the key, other columns their constant default, "
+                         "else the type's zero when NOT NULL, else null; updates have before=null "
+                         "(MariaDB: full before images)",
         "tables": {},
         "batches": {},
-        "special_cases": w.special,
+        "special_cases": w.special + movies.special,
     }
     for t in pagila.TABLES:
         shape, wrapped, parts = TOPIC_LAYOUT[t]
         manifest["tables"][t] = {
             "topic": debezium.topic_for(t), "shape": shape, "schema_wrapper": wrapped,
             "partitions": parts, "primary_key": schema[t]["primary_key"],
-            "columns": schema[t]["columns"],
+            "columns": schema[t]["columns"], "columns_added_later": schema[t]["added_later"],
             "tombstones": shape == ENVELOPE,
         }
+    manifest["tables"][mariadb.TABLE] = {
+        "topic": mariadb.TOPIC, "shape": ENVELOPE, "schema_wrapper": False, "partitions": 1,
+        "primary_key": mariadb.PRIMARY_KEY, "columns": mariadb.COLUMNS,
+        "columns_added_later": sorted(mariadb.LATER_COLUMNS), "tombstones": True,
+    }
 
     for batch, events in w.batches.items():
         lines: dict[tuple[str, int], list[str]] = {}
         counts: dict[str, dict[str, int]] = {}
+
+        def add(t: str, topic: str, key: dict, op: str, value: dict) -> None:
+            shape, _, parts = TOPIC_LAYOUT[t]
+            bucket = lines.setdefault((topic, debezium.key_partition(key, parts)), [])
+            bucket.append(debezium.dumps(value))
+            c = counts.setdefault(t, {"r": 0, "c": 0, "u": 0, "d": 0, "tombstones": 0})
+            c[op] += 1
+            if op == "d" and shape == ENVELOPE:
+                bucket.append("null")
+                c["tombstones"] += 1
+
         for ev in events:
             t = ev["table"]
             shape, wrapped, parts = TOPIC_LAYOUT[t]
             row = ev["after"] if ev["after"] is not None else ev["before"]
             key = {c: row[c] for c in schema[t]["primary_key"]}
-            tp = (debezium.topic_for(t), debezium.key_partition(key, parts))
-            value = debezium.record_value(shape, wrapped, schema[t], enums, ev)
-            bucket = lines.setdefault(tp, [])
-            bucket.append(debezium.dumps(value))
-            c = counts.setdefault(t, {"r": 0, "c": 0, "u": 0, "d": 0, "tombstones": 0})
-            c[ev["op"]] += 1
-            if ev["op"] == "d" and shape == ENVELOPE:
-                bucket.append("null")
-                c["tombstones"] += 1
+            add(t, debezium.topic_for(t), key, ev["op"], debezium.record_value(shape, wrapped, schema[t], enums, ev))
+        for ev in movies.batches[batch]:
+            row = ev["after"] if ev["after"] is not None else ev["before"]
+            key = {c: row[c] for c in mariadb.PRIMARY_KEY}
+            add(mariadb.TABLE, mariadb.TOPIC, key, ev["op"], mariadb.record_value(ev))
         files = []
         for (topic, part) in sorted(lines):
             recs = lines[(topic, part)]
@@ -102,7 +131,9 @@ def generate(pagila_dir: str | Path, out: str | Path, seed: int = DEFAULT_SEED) 
                                            "events": counts}
 
     manifest["expected_final_rows"] = {t: len(w.state[t]) for t in pagila.TABLES}
+    manifest["expected_final_rows"][mariadb.TABLE] = len(movies.state)
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str) + "\n",
                                        encoding="utf-8")
     manifest["_workload"] = w  # in-memory only, for tests
+    manifest["_movies"] = movies
     return manifest

@@ -1,7 +1,14 @@
-"""Debezium PostgreSQL connector (2.7.x, pgoutput) record builders.
+"""Debezium PostgreSQL connector (3.5.x, pgoutput) record builders.
 
 Value encodings follow the connector defaults: decimal.handling.mode=precise,
-time.precision.mode=adaptive. Shapes: the change-event envelope, or the value after
+time.precision.mode=adaptive, binary.handling.mode=bytes (base64 in JSON), range types
+as PostgreSQL's text form, unchanged TOASTed values as the placeholder
+`__debezium_unavailable_value` (text), an array holding it (arrays) or its bytes
+(bytea). Generated columns appear only in snapshot records (pgoutput before
+PostgreSQL 18 does not publish them). Deletes follow REPLICA IDENTITY DEFAULT as
+recorded from Debezium 3.5 (tests/fixtures/debezium/README.md): `before` holds the real
+key; other columns hold their constant default, else the type's zero when NOT NULL,
+else null. Shapes: the change-event envelope, or the value after
 the ExtractNewRecordState SMT (delete.handling.mode=rewrite,
 add.fields=op,db,table,schema,lsn,source.ts_ms); either optionally wrapped by
 JsonConverter (schemas.enable=true) as {"schema": ..., "payload": ...}.
@@ -15,7 +22,7 @@ import re
 from datetime import date, datetime, timezone
 from decimal import Decimal
 
-CONNECTOR_VERSION = "2.7.3.Final"
+CONNECTOR_VERSION = "3.5.0.Final"
 SERVER_NAME = "pagila"
 DB_NAME = "pagila"
 PG_SCHEMA = "public"
@@ -26,6 +33,8 @@ ENVELOPE = "envelope"
 FLATTENED = "flattened"
 
 SNAPSHOT_ALLOWED = "true,first,first_in_data_collection,last_in_data_collection,last,false,incremental"
+
+UNAVAILABLE = "__debezium_unavailable_value"
 
 
 def topic_for(table: str) -> str:
@@ -48,9 +57,40 @@ def micro_timestamp(value: datetime) -> int:
 
 
 def zoned_timestamp(value: datetime) -> str:
+    """io.debezium.time.ZonedTimestamp: ISO-8601 in UTC, always 6 fraction digits."""
     value = value.astimezone(timezone.utc) if value.tzinfo else value
-    base = value.strftime("%Y-%m-%dT%H:%M:%S")
-    return base + (f".{value.microsecond:06d}" if value.microsecond else "") + "Z"
+    return value.strftime("%Y-%m-%dT%H:%M:%S") + f".{value.microsecond:06d}Z"
+
+
+def pg_timestamp_text(value: datetime) -> str:
+    """PostgreSQL's text output of a timestamp (DateStyle ISO): fraction without trailing zeros."""
+    text = value.strftime("%Y-%m-%d %H:%M:%S")
+    return text + (f".{value.microsecond:06d}".rstrip("0") if value.microsecond else "")
+
+
+def range_text(value: dict, with_zone: bool = False) -> str:
+    """A tsrange as PostgreSQL prints it: `["2005-05-24 22:53:30","2005-05-26 22:04:30")`,
+    `empty`, an unbounded side left empty (bounds with a space are double-quoted). A
+    tstzrange (bounds in UTC) as a server in time zone UTC prints it: `...+00`."""
+    if value["is_empty"]:
+        return "empty"
+
+    zone = "+00" if with_zone else ""
+
+    def bound(b):
+        return "" if b is None else '"' + pg_timestamp_text(b) + zone + '"'
+
+    return (("[" if value["lower_inclusive"] else "(") + bound(value["lower"]) + ","
+            + bound(value["upper"]) + ("]" if value["upper_inclusive"] else ")"))
+
+
+def unavailable_value(pg_type: str):
+    """What Debezium sends for an unchanged TOASTed value of this type."""
+    if pg_type == "bytea":
+        return base64.b64encode(UNAVAILABLE.encode("ascii")).decode("ascii")
+    if pg_type.endswith("[]"):
+        return [UNAVAILABLE]
+    return UNAVAILABLE
 
 
 def _numeric_ps(pg_type: str) -> tuple[int, int]:
@@ -73,13 +113,68 @@ def encode_value(pg_type: str, value):
         return base64.b64encode(value).decode("ascii")
     if pg_type.endswith("[]"):
         return list(value)
+    if pg_type in ("tsrange", "tstzrange"):
+        return range_text(value, with_zone=pg_type == "tstzrange")
     return value  # int, str, bool
 
 
-def encode_row(columns: dict[str, str], row: dict | None) -> dict | None:
+def zero_value(pg_type: str):
+    """The JSON value Debezium gives a NOT NULL column it has no value for."""
+    if pg_type in ("integer", "smallint", "bigint", "public.year") or pg_type.startswith("timestamp without") \
+            or pg_type == "date":
+        return 0
+    if pg_type.startswith("numeric"):
+        return decimal_bytes(Decimal(0), _numeric_ps(pg_type)[1])
+    if pg_type == "boolean":
+        return False
+    if pg_type.endswith("[]"):
+        return []
+    return ""  # text, varchar, bpchar, enum, tsvector, ranges, bytea (no bytes), timestamptz
+
+
+def default_value(pg_type: str, default: str):
+    """A column's constant default as the connector's schema states it."""
+    if pg_type.startswith("numeric"):
+        return decimal_bytes(Decimal(default), _numeric_ps(pg_type)[1])
+    if pg_type in ("integer", "smallint", "bigint", "public.year"):
+        return int(default)
+    if pg_type == "boolean":
+        return default == "true"
+    return default
+
+
+def encode_row(columns: dict[str, str], row: dict | None, unavailable=(), old_key_of: dict | None = None) -> dict | None:
+    """A row image; `unavailable` columns get the unchanged-TOAST placeholder. With
+    `old_key_of` (the table info; a delete under REPLICA IDENTITY DEFAULT) only the key
+    is real: other columns get their constant default, else their type's zero when NOT
+    NULL, else null."""
     if row is None:
         return None
-    return {c: encode_value(t, row.get(c)) for c, t in columns.items()}
+    out = {}
+    for c, t in columns.items():
+        if c in unavailable:
+            out[c] = unavailable_value(t)
+        elif old_key_of is not None and c not in old_key_of["primary_key"]:
+            if c in old_key_of["defaults"]:
+                out[c] = default_value(t, old_key_of["defaults"][c])
+            elif c in old_key_of["not_null"]:
+                out[c] = zero_value(t)
+            else:
+                out[c] = None
+        else:
+            out[c] = encode_value(t, row.get(c))
+    return out
+
+
+def event_columns(info: dict, ev: dict) -> dict[str, str]:
+    """The columns an event carries: generated columns only in snapshot reads; columns
+    added by ALTER TABLE only in events after it."""
+    columns = info["columns"]
+    if ev["snapshot"] == "false" and info.get("generated"):
+        columns = {c: t for c, t in columns.items() if c not in info["generated"]}
+    if ev.get("altered"):
+        columns = {**columns, **info["added_later"]}
+    return columns
 
 
 # --- Connect schemas ---------------------------------------------------------------
@@ -109,6 +204,8 @@ def field_schema(name: str, pg_type: str, optional: bool, default: str | None,
         s["type"] = "bytes"
     elif t.endswith("[]"):
         s.update(type="array", items={"type": "string", "optional": True})
+    elif t == "tsvector":
+        s.update(type="string", name="io.debezium.data.Tsvector", version=1)
     elif t.startswith("public.") and t[len("public."):] in enums:
         s.update(type="string", name="io.debezium.data.Enum", version=1,
                  parameters={"allowed": ",".join(enums[t[len("public."):]])})
@@ -116,12 +213,7 @@ def field_schema(name: str, pg_type: str, optional: bool, default: str | None,
         s["type"] = "string"
     s["optional"] = optional
     if default is not None:
-        if t.startswith("numeric"):
-            s["default"] = decimal_bytes(Decimal(default), _numeric_ps(t)[1])
-        elif s["type"] in ("int16", "int32", "int64"):
-            s["default"] = int(default)
-        else:
-            s["default"] = default
+        s["default"] = default_value(t, default)
     # JsonConverter order: type, optional, name, version, parameters, default, field
     ordered = {"type": s["type"]}
     if "items" in s:
@@ -134,9 +226,11 @@ def field_schema(name: str, pg_type: str, optional: bool, default: str | None,
     return ordered
 
 
-def value_fields(info: dict, enums: dict[str, list[str]]) -> list[dict]:
-    return [field_schema(c, t, c not in info["not_null"], info["defaults"].get(c), enums)
-            for c, t in info["columns"].items()]
+def value_fields(info: dict, enums: dict[str, list[str]], columns: dict[str, str] | None = None) -> list[dict]:
+    columns = info["columns"] if columns is None else columns
+    return [field_schema(c, t, c not in info["not_null"] or c in info.get("generated", ()),
+                         info["defaults"].get(c), enums)
+            for c, t in columns.items()]
 
 
 def source_schema() -> dict:
@@ -163,9 +257,9 @@ def source_schema() -> dict:
     }
 
 
-def envelope_schema(table: str, info: dict, enums) -> dict:
+def envelope_schema(table: str, info: dict, enums, columns: dict[str, str] | None = None) -> dict:
     topic = topic_for(table)
-    fields = value_fields(info, enums)
+    fields = value_fields(info, enums, columns)
     value = {"type": "struct", "fields": fields, "optional": True, "name": f"{topic}.Value"}
     return {
         "type": "struct",
@@ -194,8 +288,8 @@ FLATTENED_EXTRA = [("__op", "string"), ("__db", "string"), ("__table", "string")
                    ("__deleted", "string")]
 
 
-def flattened_schema(table: str, info: dict, enums) -> dict:
-    fields = value_fields(info, enums)
+def flattened_schema(table: str, info: dict, enums, columns: dict[str, str] | None = None) -> dict:
+    fields = value_fields(info, enums, columns)
     fields += [{"type": t, "optional": True, "field": n} for n, t in FLATTENED_EXTRA]
     return {"type": "struct", "fields": fields, "optional": False,
             "name": f"{topic_for(table)}.Value"}
@@ -224,10 +318,10 @@ def source_block(table: str, ev: dict) -> dict:
 
 
 def envelope_payload(info: dict, ev: dict) -> dict:
-    cols = info["columns"]
+    cols = event_columns(info, ev)
     return {
-        "before": encode_row(cols, ev["before"]),
-        "after": encode_row(cols, ev["after"]),
+        "before": encode_row(cols, ev["before"], old_key_of=info),
+        "after": encode_row(cols, ev["after"], ev.get("unavailable", ())),
         "source": source_block(ev["table"], ev),
         "transaction": None,
         "op": ev["op"],
@@ -239,7 +333,11 @@ def envelope_payload(info: dict, ev: dict) -> dict:
 
 def flattened_payload(info: dict, ev: dict) -> dict:
     deleted = ev["op"] == "d"
-    row = encode_row(info["columns"], ev["before"] if deleted else ev["after"])
+    cols = event_columns(info, ev)
+    if deleted:
+        row = encode_row(cols, ev["before"], old_key_of=info)
+    else:
+        row = encode_row(cols, ev["after"], ev.get("unavailable", ()))
     row.update({
         "__op": ev["op"],
         "__db": DB_NAME,
@@ -255,10 +353,10 @@ def flattened_payload(info: dict, ev: dict) -> dict:
 def record_value(shape: str, wrapped: bool, info: dict, enums, ev: dict) -> dict:
     if shape == ENVELOPE:
         payload = envelope_payload(info, ev)
-        schema = envelope_schema(ev["table"], info, enums) if wrapped else None
+        schema = envelope_schema(ev["table"], info, enums, event_columns(info, ev)) if wrapped else None
     else:
         payload = flattened_payload(info, ev)
-        schema = flattened_schema(ev["table"], info, enums) if wrapped else None
+        schema = flattened_schema(ev["table"], info, enums, event_columns(info, ev)) if wrapped else None
     return {"schema": schema, "payload": payload} if wrapped else payload
 
 

@@ -4,16 +4,20 @@ Every event is a dict {table, op, before, after, lsn, last_commit_lsn, txId,
 source_ts_us, ts_us, snapshot}; rows are dicts of typed Python values. The workload
 also keeps `state`, its own model of the source tables after every committed change
 (the late event is not applied: it is older than what the table already holds).
-Deletes carry the FULL before row (as with REPLICA IDENTITY FULL); updates carry
-before=null (REPLICA IDENTITY DEFAULT, key unchanged). `country` is REPLICA IDENTITY
+Delete events keep the full old row here; the encoder sends what REPLICA IDENTITY
+DEFAULT gives (the old key, other columns defaults/zeros/null); updates carry
+before=null (key unchanged). `country` is REPLICA IDENTITY
 NOTHING in Pagila, so it only ever gets inserts (PostgreSQL refuses UPDATE/DELETE on
-a published table without a replica identity).
+a published table without a replica identity). An update may list `unavailable`
+columns: unchanged TOASTed values, which Debezium replaces by its placeholder (the
+event's row keeps the real value, as the table does). Generated columns are computed
+on every change, as PostgreSQL does.
 """
 
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 
 from . import pagila
@@ -38,6 +42,20 @@ class Workload:
         self.last_commit_lsn = self.lsn
         self.txid = 1200 + self.rng.randrange(0, 300)
         self._tx = None
+        self.altered: set[str] = set()  # tables that got their ADDED_LATER columns
+
+    def columns(self, table: str) -> list[str]:
+        """The table's columns now (with those added by ALTER TABLE, once it ran)."""
+        added = list(self.schema[table]["added_later"]) if table in self.altered else []
+        return list(self.schema[table]["columns"]) + added
+
+    def alter_add_columns(self, table: str):
+        """ALTER TABLE ... ADD COLUMN (no default): existing rows get NULL; only later
+        events carry the columns. DDL is not a change event."""
+        self.altered.add(table)
+        for row in self.state[table].values():
+            for column in self.schema[table]["added_later"]:
+                row.setdefault(column, None)
 
     def key(self, table: str, row: dict) -> tuple:
         return tuple(row[c] for c in self.schema[table]["primary_key"])
@@ -91,27 +109,39 @@ class Workload:
         ev = {"table": table, "op": op, "before": before, "after": after, "lsn": self.lsn,
               "last_commit_lsn": self.last_commit_lsn, "txId": tx["txId"],
               "source_ts_us": tx["source_ts_us"], "ts_us": tx["ts_us"], "snapshot": "false"}
+        if table in self.altered:
+            ev["altered"] = True
         ev.update(override)
         self.batches[tx["batch"]].append(ev)
         return ev
+
+    @staticmethod
+    def _generate(table: str, row: dict) -> dict:
+        for column, expression in pagila.GENERATED.get(table, {}).items():
+            row[column] = expression(row)
+        return row
 
     def insert(self, table: str, row: dict) -> dict:
         row = dict(row)
         if "last_update" in self.schema[table]["columns"]:
             row["last_update"] = self._tx["commit"]
-        full = {c: row.get(c) for c in self.schema[table]["columns"]}
+        full = self._generate(table, {c: row.get(c) for c in self.columns(table)})
         k = self.key(table, full)
         assert k not in self.state[table], (table, k)
         self.state[table][k] = full
         return self._event(table, "c", None, dict(full))
 
-    def update(self, table: str, key: tuple, **changes) -> dict:
+    def update(self, table: str, key: tuple, unavailable: tuple[str, ...] = (), **changes) -> dict:
+        """`unavailable`: columns sent as unchanged TOASTed values (not among `changes`)."""
         assert table != "country"
+        assert not set(unavailable) & set(changes), "a changed value is always sent"
         row = dict(self.state[table][key])
         row.update(changes)
         if "last_update" in row:
             row["last_update"] = self._tx["commit"]
-        self.state[table][key] = row
+        self.state[table][key] = self._generate(table, row)
+        if unavailable:
+            return self._event(table, "u", None, dict(row), unavailable=tuple(unavailable))
         return self._event(table, "u", None, dict(row))
 
     def delete(self, table: str, key: tuple) -> dict:
@@ -146,6 +176,214 @@ NEW_ACTORS = [("MARGOT", "ROBBIE"), ("OSCAR", "ISAAC"), ("LUPITA", "NYONGO"),
 NEW_COUNTRIES = ["Iceland", "Luxembourg", "Slovenia", "Uruguay", "Jamaica", "Mongolia"]
 NEW_CITIES = {"Iceland": "Reykjavik", "Luxembourg": "Esch-sur-Alzette", "Slovenia": "Ljubljana",
               "Uruguay": "Montevideo", "Jamaica": "Kingston", "Mongolia": "Ulaanbaatar"}
+
+
+WORDS = ("lakehouse", "harbor", "ledger", "offset", "replica", "snapshot", "broker", "drama",
+         "saga", "chronicle", "dragon", "astronaut", "teacher", "mad", "scientist", "canyon",
+         "monastery", "boat", "epistle", "tale", "story", "reflection", "feminist", "mysql",
+         "postgres", "lighthouse", "orchard", "compass", "quiet", "thunder", "salt", "glass")
+
+
+def long_text(rng: random.Random, words: int) -> str:
+    """Several kilobytes of text: stored out of line (TOASTed) by PostgreSQL."""
+    return " ".join(rng.choice(WORDS) for _ in range(words)).capitalize() + "."
+
+
+def store_batch2(w: Workload, film_id: int) -> dict:
+    """Batch-2 changes of the store tables (staff, customer, inventory, rental, payment)
+    and the unchanged-TOAST cases of film. Returns what batch 3 builds on."""
+    rng, st = w.rng, w.state
+    # ---- choices (seeded) ----------------------------------------------------------
+    active = sorted(k for k, r in st["customer"].items() if r["activebool"])
+    inactive = sorted(k for k, r in st["customer"].items() if not r["activebool"])
+    c_deact, c_email = rng.sample(active, 2)
+    c_react = rng.choice(inactive)
+    open_rentals = sorted(k for k, r in st["rental"].items() if r["rental_period"]["upper"] is None)
+    r_return = rng.choice(open_rentals)
+    paid = sorted(k for k, r in st["payment"].items() if r["amount"] >= 1)
+    p_amount, p_del, p_refund_of = rng.sample(paid, 3)
+    february = sorted(k for k, r in st["payment"].items()
+                      if r["payment_date"].year == 2007 and r["payment_date"].month == 2)
+    p_move = rng.choice([k for k in february if k not in (p_amount, p_del, p_refund_of)])
+    i_move = rng.choice(sorted(k for k, r in st["inventory"].items() if r["store_id"] == 1))
+    f_toast = rng.choice(sorted(k for k in st["film"] if k[0] != film_id))
+    address_id = rng.choice(sorted(k[0] for k in st["address"]))
+    next_customer = max(k[0] for k in st["customer"]) + 1
+    next_staff = max(k[0] for k in st["staff"]) + 1
+    next_inventory = max(k[0] for k in st["inventory"]) + 1
+    next_rental = max(k[0] for k in st["rental"]) + 1
+    next_payment = max(k[0] for k in st["payment"]) + 1
+
+    def rental_period(lower, upper=None, upper_inclusive=False):
+        return {"lower": lower, "upper": upper, "lower_inclusive": True,
+                "upper_inclusive": upper_inclusive, "is_empty": False}
+
+    # ---- staff: a big picture (TOASTed), then updates that leave it unchanged ---------
+    w.begin(2)
+    w.update("staff", (1,), email="mike.hillyer@pagila.example", picture=rng.randbytes(6000))
+    w.update("staff", (2,), password=None)
+    w.insert("staff", {"staff_id": next_staff, "first_name": "Ada", "last_name": "Okafor",
+                       "address_id": address_id, "email": None, "store_id": 2, "active": False,
+                       "username": "Ada", "password": None, "picture": None})
+    w.commit()
+    w.begin(2)
+    w.update("staff", (1,), unavailable=("picture",), last_name="Hillyer-Smith")
+    w.commit()
+    w.note("toast_unavailable_same_batch", "staff", (1,), [2],
+           "flattened bytea: 6000-byte picture, then an update sending the placeholder bytes")
+    w.note("update_to_null", "staff", (2,), [2], "password set to NULL")
+    w.note("insert", "staff", (next_staff,), [2, 3], "picture NULL; deleted in batch 3")
+
+    # ---- film: long text and text[] values, then updates that leave them unchanged ----
+    w.begin(2)
+    title = st["film"][f_toast]["title"]
+    description = long_text(rng, 700)
+    w.update("film", f_toast, description=description,
+             special_features=[f"Commentary track {i}: " + long_text(rng, 6) for i in range(1, 61)],
+             fulltext=fulltext_for(title, description))
+    w.commit()
+    w.begin(2)
+    w.update("film", f_toast, unavailable=("description", "special_features"), rental_rate=Decimal("1.99"))
+    w.commit()
+    w.note("toast_unavailable_same_batch", "film", f_toast, [2, 3],
+           "long description (text) and special_features (text[]) set, then an update sending "
+           "placeholders in the same batch, and again in batch 3")
+
+    # ---- customers: generated column `active` follows activebool -------------------------
+    c_new, c_tmp = (next_customer,), (next_customer + 1,)
+    w.begin(2)
+    w.insert("customer", {"customer_id": c_new[0], "store_id": 1, "first_name": "ZOE",
+                          "last_name": "NAKAMURA", "email": "ZOE.NAKAMURA@sakilacustomer.org",
+                          "address_id": address_id, "activebool": True, "create_date": w.clock.date()})
+    w.insert("customer", {"customer_id": c_tmp[0], "store_id": 2, "first_name": "TEMP",
+                          "last_name": "ACCOUNT", "email": None, "address_id": address_id,
+                          "activebool": False, "create_date": date(2024, 6, 1)})
+    w.update("customer", c_deact, activebool=False)
+    w.update("customer", c_react, activebool=True)
+    w.update("customer", c_email, email=None)
+    w.commit()
+    w.note("generated_column", "customer", c_deact, [2], "activebool true -> false: active 1 -> 0")
+    w.note("generated_column", "customer", c_react, [2], "activebool false -> true: active 0 -> 1")
+    w.note("generated_column", "customer", c_new, [2, 3], "inserted active, deactivated in batch 3")
+    w.note("update_to_null", "customer", c_email, [2], "email set to NULL")
+
+    # ---- inventory, rentals, payments ------------------------------------------------------
+    i_new, i_spare = (next_inventory,), (next_inventory + 1,)
+    w.begin(2)
+    w.insert("inventory", {"inventory_id": i_new[0], "film_id": film_id, "store_id": 1})
+    w.insert("inventory", {"inventory_id": i_spare[0], "film_id": film_id, "store_id": 2})
+    w.update("inventory", i_move, store_id=2)
+    w.commit()
+    w.note("insert", "inventory", i_new, [2], "flattened; a copy of a batch-2 film")
+    w.note("update", "inventory", i_move, [2], "moved to store 2")
+
+    r_new, r_booked, r_cancel = (next_rental,), (next_rental + 1,), (next_rental + 2,)
+    p_new = (next_payment,)
+    w.begin(2)
+    w.insert("rental", {"rental_id": r_new[0], "inventory_id": i_new[0], "customer_id": c_new[0],
+                        "staff_id": 1, "rental_period": rental_period(w.clock)})
+    w.insert("payment", {"payment_id": p_new[0], "customer_id": c_new[0], "staff_id": 1,
+                         "rental_id": r_new[0], "amount": Decimal("3.99"), "payment_date": w.clock})
+    w.commit()
+    w.note("open_range", "rental", r_new, [2, 3], "tsrange with an open upper bound; returned in batch 3")
+    w.note("insert", "payment", p_new, [2, 3], "for the new rental; amount changed in batch 3")
+
+    w.begin(2)
+    lower = st["rental"][r_return]["rental_period"]["lower"]
+    w.update("rental", r_return, rental_period=rental_period(lower, w.clock))
+    booked_from = w.clock.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)
+    w.insert("rental", {"rental_id": r_booked[0], "inventory_id": i_move[0], "customer_id": c_react[0],
+                        "staff_id": 2, "rental_period": rental_period(
+                            booked_from, booked_from + timedelta(days=3, hours=23, minutes=59, seconds=59),
+                            upper_inclusive=True)})
+    w.insert("rental", {"rental_id": r_cancel[0], "inventory_id": i_move[0], "customer_id": c_deact[0],
+                        "staff_id": 2, "rental_period": rental_period(w.clock)})
+    w.commit()
+    w.note("close_open_range", "rental", r_return, [2], "a snapshot rental with an open upper bound is returned")
+    w.note("inclusive_range", "rental", r_booked, [2, 3], "tsrange [a,b] (upper inclusive); deleted in batch 3")
+    w.note("empty_range", "rental", r_cancel, [2, 3], "open range, set to 'empty' in batch 3")
+
+    p_refund = (next_payment + 1,)
+    w.begin(2)
+    refunded = st["payment"][p_refund_of]
+    w.insert("payment", {"payment_id": p_refund[0], "customer_id": refunded["customer_id"], "staff_id": 2,
+                         "rental_id": refunded["rental_id"], "amount": -refunded["amount"],
+                         "payment_date": w.clock})
+    w.update("payment", p_amount, amount=st["payment"][p_amount]["amount"] + Decimal("1.00"))
+    w.commit()
+    w.note("negative_decimal", "payment", p_refund, [2, 3], "a refund; deleted in batch 3")
+    w.note("update", "payment", p_amount, [2], "amount + 1.00")
+
+    # UPDATE moving a row to another partition: pgoutput sends a delete and an insert
+    w.begin(2)
+    moved = dict(st["payment"][p_move])
+    w.delete("payment", p_move)
+    moved["payment_date"] = moved["payment_date"] + timedelta(days=31)
+    w.insert("payment", moved)
+    w.commit()
+    w.note("cross_partition_update", "payment", p_move, [2],
+           "payment_date moved from February to March: a delete and an insert, one transaction")
+    w.begin(2)
+    w.delete("payment", p_del)
+    w.commit()
+    w.note("delete_snapshot_row", "payment", p_del, [2], "before: the key, other columns zeros")
+
+    return {"c_new": c_new, "c_tmp": c_tmp, "staff_new": (next_staff,), "f_toast": f_toast, "r_return": r_return,
+            "i_spare": i_spare, "r_new": r_new, "r_booked": r_booked, "r_cancel": r_cancel,
+            "p_new": p_new, "p_refund": p_refund, "next_payment": next_payment + 2}
+
+
+def store_batch3(w: Workload, ctx: dict) -> None:
+    st = w.state
+    w.begin(3)
+    w.update("staff", (1,), unavailable=("picture",), store_id=2)
+    w.update("film", ctx["f_toast"], unavailable=("description", "special_features"), length=99)
+    w.delete("staff", ctx["staff_new"])
+    w.commit()
+    w.note("toast_unavailable_next_batch", "staff", (1,), [3],
+           "placeholder for the picture set in batch 2: the stored value is kept")
+    w.note("toast_unavailable_next_batch", "film", ctx["f_toast"], [3],
+           "placeholders for description and special_features set in batch 2")
+
+    # Pagila has no timestamptz / tstzrange column: add two to rental while capturing
+    w.begin(3)
+    w.alter_add_columns("rental")
+    w.commit()
+
+    def window(lower, upper):
+        return {"lower": lower, "upper": upper, "lower_inclusive": True, "upper_inclusive": False,
+                "is_empty": False}
+
+    w.begin(3)
+    period = dict(st["rental"][ctx["r_new"]]["rental_period"], upper=w.clock)
+    w.update("rental", ctx["r_new"], rental_period=period, checked_at=w.clock,
+             return_window=window(period["lower"], period["lower"] + timedelta(days=7)))
+    w.update("rental", ctx["r_return"], return_window={
+        "lower": None, "upper": None, "lower_inclusive": False, "upper_inclusive": False, "is_empty": True})
+    w.insert("payment", {"payment_id": ctx["next_payment"], "customer_id": ctx["c_new"][0], "staff_id": 1,
+                         "rental_id": ctx["r_new"][0], "amount": Decimal("999.99"), "payment_date": w.clock})
+    w.update("payment", ctx["p_new"], amount=Decimal("4.99"))
+    w.update("customer", ctx["c_new"], activebool=False)
+    w.commit()
+    w.note("insert", "payment", (ctx["next_payment"],), [3], "999.99, the largest numeric(5,2)")
+    w.note("added_column", "rental", ctx["r_new"], [3],
+           "ALTER TABLE rental ADD checked_at timestamptz, return_window tstzrange; both set (ZonedTimestamp, "
+           "tstzrange text with +00); rows not changed since keep NULL")
+    w.note("added_column", "rental", ctx["r_return"], [3], "return_window set to 'empty'")
+
+    w.begin(3)
+    w.update("rental", ctx["r_cancel"], rental_period={
+        "lower": None, "upper": None, "lower_inclusive": False, "upper_inclusive": False, "is_empty": True},
+        return_window=window(w.clock, None))
+    w.delete("rental", ctx["r_booked"])
+    w.delete("payment", ctx["p_refund"])
+    w.delete("inventory", ctx["i_spare"])
+    w.delete("customer", ctx["c_tmp"])
+    w.commit()
+    w.note("delete_of_batch2_insert", "rental", ctx["r_booked"], [2, 3], "flattened delete")
+    w.note("delete_of_batch2_insert", "payment", ctx["p_refund"], [2, 3])
+    w.note("delete_of_batch2_insert", "inventory", ctx["i_spare"], [2, 3], "flattened delete")
+    w.note("delete_of_batch2_insert", "customer", ctx["c_tmp"], [2, 3])
 
 
 def build(schema: dict, rows: dict[str, list[dict]], seed: int) -> Workload:
@@ -290,6 +528,8 @@ def build(schema: dict, rows: dict[str, list[dict]], seed: int) -> Workload:
            "flattened; deleted in batch 2, re-inserted in batch 3")
     w.note("delete_snapshot_row", "city", city_unref[0], [2], "flattened delete")
 
+    store = store_batch2(w, film_id=f_new2)
+
     # ================= batch 3 ======================================================
     # the late event first: older LSN than the row's batch-2 event, newest ts_ms
     w.begin(3, gap_s=20)
@@ -355,4 +595,6 @@ def build(schema: dict, rows: dict[str, list[dict]], seed: int) -> Workload:
     w.insert("country", {"country_id": country_id + 1, "country": new_countries[1]})
     w.commit()
     w.note("insert", "country", (country_id + 1,), [3])
+
+    store_batch3(w, store)
     return w

@@ -1,0 +1,16 @@
+with
+
+change_log as (
+    select * from {{ source('bronze', 'pagila_public_inventory') }}
+    where {{ cdc_new_commits() }}
+),
+
+change_events as (
+    {{ cdc_change_events('change_log') }}
+),
+
+final as (
+    {{ cdc_latest_per_key('change_events') }}
+)
+
+select * from final
