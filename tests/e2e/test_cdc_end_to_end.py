@@ -36,6 +36,25 @@ PAGILA_TABLES = (
 MARIADB_TABLES = ("movies",)
 
 
+LAKEHOUSE_SCHEMAS = ("bronze", "silver", "gold", "seeds", "dbt_test__audit")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def clean_lakehouse_after(spark):
+    """The tests share one Spark session and lakehouse: leave none of this module's tables
+    behind for the integration test, which builds the same schemas from generated data."""
+    yield
+    import os
+    import shutil
+
+    for schema in LAKEHOUSE_SCHEMAS:
+        spark.sql(f"drop database if exists `{schema}` cascade")
+    warehouse = Path(os.environ["CDC_LAKEHOUSE_DIR"]) / "warehouse"
+    for schema in LAKEHOUSE_SCHEMAS:
+        shutil.rmtree(warehouse / f"{schema}.db", ignore_errors=True)
+    spark.catalog.clearCache()
+
+
 def silver_models() -> dict[str, dict]:
     """model -> {columns: [...source columns...], key: [...]} from the silver models YAML."""
     document = yaml.safe_load((ROOT / "models" / "silver" / "_silver__models.yml").read_text())
