@@ -17,8 +17,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
 from ingestion import kafka_source, load, transform
-from ingestion.errors import TableNameError, UsageError
-from ingestion.naming import qualified, validate_identifier
+from ingestion.naming import qualified
 from ingestion.pipeline import (
     QUARANTINE_TABLE,
     SAMPLES_PER_TOPIC,
@@ -27,6 +26,7 @@ from ingestion.pipeline import (
     log_quarantine,
     write_tables,
     default_sources_yml,
+    validate_bronze_schema,
 )
 from ingestion.sources import load_primary_keys
 
@@ -63,10 +63,7 @@ def _merge(summary: RunSummary, batch: list[TableSummary]) -> None:
 
 def run_kafka(spark: SparkSession, config: KafkaIngestConfig) -> RunSummary:
     """Land every record the matching topics hold now; returns the per-table summary."""
-    try:
-        validate_identifier(config.bronze_schema, "bronze schema")
-    except TableNameError as exc:
-        raise UsageError(str(exc)) from exc
+    validate_bronze_schema(config.bronze_schema)
     kafka_source.validate(config.source)
     keys = load_primary_keys(config.sources_yml or default_sources_yml())
     schema = config.bronze_schema

@@ -86,11 +86,15 @@ class RunSummary:
         return "\n".join([*lines, totals])
 
 
-def _validate(config: IngestConfig) -> None:
+def validate_bronze_schema(name: str) -> None:
     try:
-        validate_identifier(config.bronze_schema, "bronze schema")
+        validate_identifier(name, "bronze schema")
     except TableNameError as exc:
         raise UsageError(str(exc)) from exc
+
+
+def _validate(config: IngestConfig) -> None:
+    validate_bronze_schema(config.bronze_schema)
     if config.topics is not None:
         try:
             re.compile(config.topics)

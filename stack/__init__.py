@@ -27,7 +27,6 @@ from .api import (
     load_pagila,
     mariadb,
     psql,
-    read_records,
     register,
     restart_connect,
     status,
@@ -41,6 +40,6 @@ from .errors import StackError
 __all__ = [
     "COMPONENTS", "Credentials", "StackError", "StackInfo", "connector_config",
     "connector_names", "delete_topics", "down", "end_offsets", "info", "leftover_processes",
-    "load_pagila", "mariadb", "psql", "read_records", "register", "restart_connect", "status", "unregister",
+    "load_pagila", "mariadb", "psql", "register", "restart_connect", "status", "unregister",
     "up", "wait_caught_up",
 ]

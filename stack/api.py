@@ -275,13 +275,6 @@ def end_offsets(topic_regex: str) -> dict[tuple[str, int], int]:
     return Kafka(load_settings()).end_offsets(topic_regex)
 
 
-def read_records(topic: str, partition: int = 0, offset: int = 0,
-                 max_messages: int | None = None) -> list[tuple[Any, Any]]:
-    """The records of one topic partition from ``offset`` (to its end by default), as
-    (key, value) parsed from JSON; a tombstone's value is None."""
-    return Kafka(load_settings()).read(topic, partition, offset, max_messages)
-
-
 def delete_topics(topic_regex: str) -> list[str]:
     """Delete the topics whose name fully matches ``topic_regex``; return their names."""
     return Kafka(load_settings()).delete_topics(topic_regex)
@@ -382,5 +375,5 @@ def load_pagila() -> bool:
 __all__ = [
     "COMPONENTS", "StackInfo", "info", "up", "down", "status", "leftover_processes",
     "connector_names", "connector_config", "register", "unregister", "restart_connect",
-    "end_offsets", "read_records", "delete_topics", "wait_caught_up", "psql", "mariadb", "load_pagila",
+    "end_offsets", "delete_topics", "wait_caught_up", "psql", "mariadb", "load_pagila",
 ]

@@ -17,34 +17,22 @@ from typing import Any
 
 from .credentials import Credentials
 from .errors import StackError
-from .kafka import JAVA, java_opts
-from .proc import cmdline, pid_alive, port_open, read_pid, start_detached, stop_pid, wait_until, write_pid
+from .jvm import JAVA, JvmService, java_opts
+from .proc import pid_alive, port_open, read_pid, start_detached, stop_pid, wait_until, write_pid
 from .settings import Settings
 from .templates import render
 
 SERVICE = "connect"
 
 
-class Connect:
+class Connect(JvmService):
     """The Kafka Connect worker of the stack and a small REST client for it."""
 
+    service = SERVICE
+
     def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.base = settings.stack_dir / "connect"
+        super().__init__(settings)
         self.props = self.base / "connect-distributed.properties"
-        self.log_file = settings.log_file(SERVICE)
-        self.stdout_log = settings.logs_dir / f"{SERVICE}.stdout.log"
-        self.pid_file = settings.pid_file(SERVICE)
-        self.marker = f"-Dcdc.stack.dir={settings.stack_dir}"
-
-    def error(self, message: str) -> StackError:
-        return StackError(SERVICE, message, self.log_file, (self.stdout_log,))
-
-    def pid(self) -> int | None:
-        pid = read_pid(self.pid_file)
-        if pid and pid_alive(pid, self.marker) and f"-Dcdc.stack.service={SERVICE}" in cmdline(pid):
-            return pid
-        return None
 
     def running(self) -> bool:
         return self.pid() is not None and self._rest_ready()

@@ -8,42 +8,20 @@ The Kafka tools (GetOffsetShell, TopicCommand) run the same way, briefly.
 from __future__ import annotations
 
 import base64
-import json
-import os
 import re
+import subprocess
 import uuid
 from collections.abc import Sequence
-from typing import Any
 
 from .errors import StackError
-from .proc import cmdline, pid_alive, port_open, read_pid, run, start_detached, stop_pid, wait_until, write_pid
+from .proc import pid_alive, port_open, run, start_detached, stop_pid, wait_until, write_pid
+from .jvm import JAVA, JvmService, java_opts
 from .settings import CONFIG_TEMPLATES, Settings
 from .templates import render
 
 SERVICE = "kafka"
-JAVA = os.environ.get("JAVA", "java")
 # short-lived tools: small heap, quick start
 TOOL_JVM = ["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto"]
-
-
-def java_opts(settings: Settings, service: str) -> list[str]:
-    """JVM options every long-running stack JVM gets (log4j2 config, markers for ps)."""
-    return [
-        "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=50", "-Djava.awt.headless=true",
-        f"-Dlog4j2.configurationFile={CONFIG_TEMPLATES / 'log4j2.properties'}",
-        "-Djava.util.logging.manager=org.apache.logging.log4j.jul.LogManager",
-        f"-Dcdc.log.file={settings.log_file(service)}",
-        f"-Dkafka.logs.dir={settings.logs_dir}",
-        f"-Dcdc.stack.service={service}",
-        f"-Dcdc.stack.dir={settings.stack_dir}",
-    ]
-
-
-_SEP = "\u241e"  # a separator no JSON record contains unescaped
-
-
-def _json(text: str) -> Any:
-    return None if text in ("null", "") else json.loads(text)
 
 
 def random_cluster_id() -> str:
@@ -51,35 +29,23 @@ def random_cluster_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
-class Kafka:
+class Kafka(JvmService):
     """The single-node Kafka of the stack."""
 
+    service = SERVICE
+
     def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.base = settings.stack_dir / "kafka"
+        super().__init__(settings)
         self.data_dir = self.base / "data"
         self.props = self.base / "server.properties"
-        self.log_file = settings.log_file(SERVICE)
-        self.stdout_log = settings.logs_dir / f"{SERVICE}.stdout.log"
-        self.pid_file = settings.pid_file(SERVICE)
-        self.marker = f"-Dcdc.stack.dir={settings.stack_dir}"
-
-    def error(self, message: str) -> StackError:
-        return StackError(SERVICE, message, self.log_file, (self.stdout_log,))
-
-    def pid(self) -> int | None:
-        pid = read_pid(self.pid_file)
-        if pid and pid_alive(pid, self.marker) and f"-Dcdc.stack.service={SERVICE}" in cmdline(pid):
-            return pid
-        return None
 
     def running(self) -> bool:
         return self.pid() is not None and port_open(self.settings.kafka_port)
 
-    def tool(self, main_class: str, args: Sequence[str], what: str, timeout: float = 120,
-             check: bool = True) -> str:
-        """Run a Kafka tool class with the stack's classpath; return its stdout."""
-        result = run(
+    def run_tool(self, main_class: str, args: Sequence[str], what: str, timeout: float = 120,
+                 check: bool = True) -> subprocess.CompletedProcess:
+        """Run a Kafka tool class with the stack's classpath (a short-lived JVM)."""
+        return run(
             [
                 JAVA, *TOOL_JVM,
                 f"-Dlog4j2.configurationFile={CONFIG_TEMPLATES / 'tools-log4j2.properties'}",
@@ -87,7 +53,11 @@ class Kafka:
             ],
             SERVICE, what, self.log_file, timeout=timeout, check=check,
         )
-        return result.stdout
+
+    def tool(self, main_class: str, args: Sequence[str], what: str, timeout: float = 120,
+             check: bool = True) -> str:
+        """Run a Kafka tool class; return its stdout."""
+        return self.run_tool(main_class, args, what, timeout, check).stdout
 
     def format(self) -> None:
         """Render server.properties; format the storage once with a random cluster id."""
@@ -136,12 +106,9 @@ class Kafka:
             raise self.error(str(exc).split("\n", 1)[0]) from None
 
     def _ready(self) -> bool:
-        out = run(
-            [JAVA, *TOOL_JVM,
-             f"-Dlog4j2.configurationFile={CONFIG_TEMPLATES / 'tools-log4j2.properties'}",
-             "-cp", self.settings.kafka_classpath, "org.apache.kafka.tools.TopicCommand",
-             "--bootstrap-server", self.settings.kafka_bootstrap, "--list"],
-            SERVICE, "kafka-topics --list", self.log_file, timeout=60, check=False,
+        out = self.run_tool(
+            "org.apache.kafka.tools.TopicCommand", ["--bootstrap-server", self.settings.kafka_bootstrap, "--list"],
+            "kafka-topics --list", timeout=60, check=False,
         )
         return out.returncode == 0
 
@@ -155,13 +122,11 @@ class Kafka:
     # --- topics -------------------------------------------------------------------
     def end_offsets(self, topic_regex: str) -> dict[tuple[str, int], int]:
         """Latest offset of every partition of the topics matching ``topic_regex`` (full match)."""
-        result = run(
-            [JAVA, *TOOL_JVM,
-             f"-Dlog4j2.configurationFile={CONFIG_TEMPLATES / 'tools-log4j2.properties'}",
-             "-cp", self.settings.kafka_classpath, "org.apache.kafka.tools.GetOffsetShell",
-             "--bootstrap-server", self.settings.kafka_bootstrap, "--topic", topic_regex,
+        result = self.run_tool(
+            "org.apache.kafka.tools.GetOffsetShell",
+            ["--bootstrap-server", self.settings.kafka_bootstrap, "--topic", topic_regex,
              "--time", "-1", "--exclude-internal-topics"],
-            SERVICE, "GetOffsetShell", self.log_file, timeout=120, check=False,
+            "GetOffsetShell", timeout=120, check=False,
         )
         if result.returncode != 0:
             if "Could not match any topic-partitions" in result.stdout + result.stderr:
@@ -180,41 +145,6 @@ class Kafka:
             if offset:
                 offsets[(topic, int(partition))] = int(offset)
         return offsets
-
-    def read(self, topic: str, partition: int = 0, offset: int = 0,
-             max_messages: int | None = None, timeout_ms: int = 15000) -> list[tuple[Any, Any]]:
-        """Records of one partition from ``offset``, as (key, value) parsed from JSON
-        (None for a null key or a tombstone). Reads up to the end offset by default."""
-        if max_messages is None:
-            end = self.end_offsets(re.escape(topic)).get((topic, partition), 0)
-            max_messages = max(0, end - offset)
-        if max_messages == 0:
-            return []
-        out = self.tool(
-            "org.apache.kafka.tools.consumer.ConsoleConsumer",
-            ["--bootstrap-server", self.settings.kafka_bootstrap, "--topic", topic,
-             "--partition", str(partition), "--offset", str(offset),
-             "--max-messages", str(max_messages), "--timeout-ms", str(timeout_ms),
-             "--property", "print.key=true", "--property", f"key.separator={_SEP}",
-             "--property", "print.value=true"],
-            f"console-consumer {topic}", timeout=120 + timeout_ms / 1000,
-        )
-        records: list[tuple[Any, Any]] = []
-        for line in out.splitlines():
-            if _SEP not in line:
-                continue
-            key, _, value = line.partition(_SEP)
-            records.append((_json(key), _json(value)))
-        return records
-
-    def topics(self, topic_regex: str = ".*") -> list[str]:
-        out = self.tool(
-            "org.apache.kafka.tools.TopicCommand",
-            ["--bootstrap-server", self.settings.kafka_bootstrap, "--list"],
-            "kafka-topics --list",
-        )
-        pattern = re.compile(topic_regex)
-        return sorted(t for t in out.split() if pattern.fullmatch(t))
 
     def delete_topics(self, topic_regex: str) -> list[str]:
         """Delete the topics matching ``topic_regex``; return their names."""

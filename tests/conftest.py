@@ -19,9 +19,6 @@ ROOT = Path(__file__).resolve().parent.parent
 # Set before Spark or dbt read them; `profiles.yml` renders these.
 _RUN_DIR = Path(tempfile.mkdtemp(prefix="cdc-lakehouse-test-"))
 os.environ["CDC_LAKEHOUSE_DIR"] = str(_RUN_DIR / "lakehouse")
-SPARK_JARS = ("hudi-spark3.5-bundle_2.12", "spark-sql-kafka-0-10_2.12", "spark-token-provider-kafka-0-10_2.12",
-              "kafka-clients", "commons-pool2")
-os.environ.setdefault("CDC_SPARK_JARS", ",".join(str(ROOT / ".jars" / f"{name}.jar") for name in SPARK_JARS))
 os.environ.setdefault("CDC_SPARK_MASTER", "local[2]")
 os.environ["DBT_PROFILES_DIR"] = str(ROOT / "profiles")
 os.environ["TZ"] = "UTC"
@@ -35,9 +32,12 @@ def run_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def spark():
-    from ingestion.spark import get_session
+    from ingestion.spark import get_session, profile_spark_settings
 
-    missing = [jar for jar in os.environ["CDC_SPARK_JARS"].split(",") if not Path(jar).exists()]
+    # The jar list is the profile's (CDC_SPARK_JARS, else its default, relative to the project).
+    jars = [ROOT / jar for jar in profile_spark_settings("local")["spark.jars"].split(",")]
+    os.environ["CDC_SPARK_JARS"] = ",".join(str(jar) for jar in jars)
+    missing = [str(jar) for jar in jars if not jar.exists()]
     if missing:
         pytest.fail(f"{', '.join(missing)} missing: run `make setup` first", pytrace=False)
     session = get_session("local")

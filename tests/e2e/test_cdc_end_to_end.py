@@ -17,13 +17,13 @@ import pymysql
 import psycopg
 import pytest
 import yaml
-from dbt.cli.main import dbtRunner
 
 from ingestion.kafka_pipeline import KafkaIngestConfig, run_kafka
 from ingestion.kafka_source import KafkaSource
 from ingestion.naming import table_for_topic
 from tests.e2e import workloads
 from tests.support.compare import diff
+from tests.support.lakehouse import dbt, silver_rows
 from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.e2e
@@ -68,11 +68,6 @@ def silver_models() -> dict[str, dict]:
     return models
 
 
-def dbt(*args: str) -> None:
-    result = dbtRunner().invoke([*args, "--project-dir", str(ROOT), "--profiles-dir", str(ROOT / "profiles")])
-    assert result.success, f"dbt {' '.join(args)} failed: {result.exception or result.result}"
-
-
 def postgres_rows(info, table: str) -> list[dict]:
     with psycopg.connect(info.pg_dsn) as conn, conn.cursor(row_factory=psycopg.rows.dict_row) as cur:
         cur.execute(f"select * from public.{table}")  # noqa: S608 - fixed table names
@@ -87,11 +82,6 @@ def mariadb_rows(info, table: str) -> list[dict]:
             return list(cur.fetchall())
     finally:
         conn.close()
-
-
-def silver_rows(spark, table: str, columns: list[str]) -> list[dict]:
-    select = ", ".join(f"`{c}`" for c in columns)
-    return [row.asDict() for row in spark.sql(f"select {select} from silver.`{table}`").collect()]
 
 
 def assert_silver_equals_sources(spark, info) -> None:

@@ -19,6 +19,7 @@ from dbt.cli.main import dbtRunner
 
 from ingestion.pipeline import IngestConfig, run as ingest
 from tests.support import oracle
+from tests.support.lakehouse import dbt, silver_rows
 from tests.support.paths import ROOT, require_pagila
 from tools.sample_data import DEFAULT_SEED, generate
 
@@ -26,18 +27,6 @@ BATCHES = (1, 2, 3)
 META_COLUMNS = ["_cdc_op", "_cdc_order", "_cdc_source_ts", "_cdc_commit_time"]
 
 pytestmark = pytest.mark.integration
-
-
-def dbt(*args: str) -> None:
-    result = dbtRunner().invoke([*args, "--project-dir", str(ROOT), "--profiles-dir", str(ROOT / "profiles")])
-    assert result.success, f"dbt {' '.join(args)} failed: {result.exception or result.result}"
-
-
-def silver_rows(spark, table: str, columns: list[str], key: list[str]) -> list[dict]:
-    select = ", ".join(f"`{c}`" for c in columns)
-    order = ", ".join(f"`{c}`" for c in key)
-    return [row.asDict(recursive=True)
-            for row in spark.sql(f"select {select} from silver.`{table}` order by {order}").collect()]
 
 
 def snapshot_silver(spark) -> dict[str, list[dict]]:

@@ -15,8 +15,10 @@ MAX_EXAMPLES = 5
 
 def normalize(value: Any) -> Any:
     """One comparable form for a value from either side."""
-    if isinstance(value, Row):
-        return {k: normalize(v) for k, v in value.asDict().items()}
+    if isinstance(value, Row):  # before tuple: a Row is one
+        value = value.asDict()
+    if isinstance(value, dict):
+        return {k: normalize(v) for k, v in value.items()}
     if isinstance(value, (memoryview, bytearray)):
         return bytes(value)
     if isinstance(value, datetime) and value.tzinfo is not None:

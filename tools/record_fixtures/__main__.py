@@ -24,12 +24,10 @@ def main(argv: list[str] | None = None) -> int:
     for name, port in DEFAULT_PORTS.items():
         ap.add_argument("--" + name[4:].lower().replace("_", "-"), type=int, default=port, dest=name,
                         help=f"sets {name} (default {port})")
-    ap.add_argument("--reader", choices=("spark", "console"), default="spark",
-                    help="read the topics with one Spark batch query (default) or one Kafka ConsoleConsumer per topic")
     ap.add_argument("--keep-stack", action="store_true", help="leave the stack running (debugging)")
     args = ap.parse_args(argv)
     ports = {name: getattr(args, name) for name in DEFAULT_PORTS}
-    recording = record(args.out, args.stack_dir.resolve(), ports, keep_stack=args.keep_stack, reader=args.reader)
+    recording = record(args.out, args.stack_dir.resolve(), ports, keep_stack=args.keep_stack)
     write_readme(recording)
     for name, count in sorted(recording.counts.items()):
         print(f"  {name}: {count} records")

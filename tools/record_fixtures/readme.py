@@ -90,7 +90,7 @@ def render(recording: Recording) -> str:
         "(`/tmp/fixture-stack`, PostgreSQL 55452, MariaDB 53326, Kafka 59112/59113, Connect 58103;",
         "`--help` for options), registers the four connectors, runs the workload, waits until",
         "Debezium caught up (`stack.wait_caught_up`), reads every record of the data topics with",
-        "one Spark batch query (`--reader console` uses Kafka's ConsoleConsumer instead), writes",
+        "one Spark batch query, writes",
         "this folder and stops and deletes that stack.",
         "",
         "**No Pagila data.** Pagila's license forbids copying its dataset into the repo, so the two",

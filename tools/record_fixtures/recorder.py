@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -44,12 +43,6 @@ CONNECTORS: dict[str, dict[str, Any]] = {
 }
 DATA_TOPICS = r"(pagila|pagila_flat)\.public\..+|(mariadb|mariadb_flat)\.movies_db\..+"
 
-# ConsoleConsumer output: ASCII control characters never appear raw in JSON text.
-_FIELD = "\x1e"
-_LINE = "\x1f\n"
-_NULL = "\x1fNULL\x1f"
-
-
 @dataclass
 class Recording:
     out: Path
@@ -80,64 +73,19 @@ def prepare_stack_dir(stack_dir: Path) -> None:
     os.chmod(stack_dir, 0o755)
 
 
-def read_topic(topic: str, partition: int, end: int, timeout_ms: int = 30000) -> list[dict[str, Any]]:
-    """Every record of one partition, key and value as the exact text Kafka holds (None = null),
-    via Kafka's ConsoleConsumer (one JVM per topic partition: slow, but needs no Spark)."""
-    from stack.kafka import TOOL_JVM, JAVA
-    from stack.settings import CONFIG_TEMPLATES, load_settings
-
-    if end == 0:
-        return []
-    settings = load_settings()
-    cmd = [
-        JAVA, *TOOL_JVM, f"-Dlog4j2.configurationFile={CONFIG_TEMPLATES / 'tools-log4j2.properties'}",
-        "-cp", settings.kafka_classpath, "org.apache.kafka.tools.consumer.ConsoleConsumer",
-        "--bootstrap-server", settings.kafka_bootstrap, "--topic", topic, "--partition", str(partition),
-        "--offset", "0", "--max-messages", str(end), "--timeout-ms", str(timeout_ms),
-        "--property", "print.partition=true", "--property", "print.offset=true",
-        "--property", "print.key=true", "--property", "print.value=true",
-        "--property", f"key.separator={_FIELD}", "--property", f"line.separator={_LINE}",
-        "--property", f"null.literal={_NULL}",
-    ]
-    result = subprocess.run(cmd, capture_output=True, timeout=180 + timeout_ms / 1000)
-    if result.returncode != 0:
-        raise RuntimeError(f"ConsoleConsumer {topic} failed: {result.stderr.decode(errors='replace')[-2000:]}")
-    text = result.stdout.decode("utf-8")  # strict: Debezium's JSON is UTF-8
-    records: list[dict[str, Any]] = []
-    for line in text.split(_LINE):
-        if not line:
-            continue
-        part, offset, key, value = line.split(_FIELD)
-        assert part.startswith("Partition:") and offset.startswith("Offset:"), line[:200]
-        records.append({
-            "topic": topic,
-            "partition": int(part[len("Partition:"):]),
-            "offset": int(offset[len("Offset:"):]),
-            "key": None if key == _NULL else key,
-            "value": None if value == _NULL else value,
-        })
-    if [r["offset"] for r in records] != list(range(end)):
-        raise RuntimeError(f"{topic}:{partition}: read offsets {[r['offset'] for r in records][:20]}..., "
-                           f"expected 0..{end - 1}")
-    return records
-
-
-SPARK_KAFKA_JARS = ("spark-sql-kafka-0-10_2.12", "spark-token-provider-kafka-0-10_2.12", "kafka-clients",
-                    "commons-pool2")
-
-
 def read_all_spark(offsets: dict[tuple[str, int], int]) -> dict[str, list[dict[str, Any]]]:
-    """Every record of the data topics in one Spark batch read (one JVM instead of one
-    ConsoleConsumer per topic): key and value bytes decoded as UTF-8, exactly as Kafka holds them."""
+    """Every record of the data topics in one Spark batch read: key and value bytes decoded
+    as UTF-8, exactly as Kafka holds them. A bare session (no Hudi, no metastore) with the
+    jars the project profile lists."""
     from pyspark.sql import SparkSession
 
+    from ingestion.spark import profile_spark_settings
     from stack.settings import REPO, load_settings
 
-    jars_dir = REPO / ".jars"  # make setup (jvm/pom.xml)
-    jars = [jars_dir / f"{name}.jar" for name in SPARK_KAFKA_JARS]
+    jars = [REPO / jar for jar in profile_spark_settings("local")["spark.jars"].split(",")]
     missing = [str(j) for j in jars if not j.exists()]
     if missing:
-        raise SystemExit(f"missing {', '.join(missing)}: run `make setup` (or use --reader console)")
+        raise SystemExit(f"missing {', '.join(missing)}: run `make setup`")
     spark = (
         SparkSession.builder.master("local[1]").appName("record-fixtures")
         .config("spark.jars", ",".join(str(j) for j in jars))
@@ -279,7 +227,7 @@ def write_fixtures(out: Path, records: dict[str, dict[str, list[dict[str, Any]]]
 
 
 def record(out: Path, stack_dir: Path = DEFAULT_STACK_DIR, ports: dict[str, int] | None = None,
-           keep_stack: bool = False, reader: str = "spark") -> Recording:
+           keep_stack: bool = False) -> Recording:
     configure_environment(stack_dir, {**DEFAULT_PORTS, **(ports or {})})
     import stack
 
@@ -313,12 +261,7 @@ def record(out: Path, stack_dir: Path = DEFAULT_STACK_DIR, ports: dict[str, int]
         t = lap("workload", t)
         offsets = wait_for_workload(expected_offsets(len(snapshot)))
         t = lap("caught up after the workload", t)
-        if reader == "spark":
-            by_topic = read_all_spark(offsets)
-        else:
-            by_topic = {}
-            for (topic, partition), end in sorted(offsets.items()):
-                by_topic.setdefault(topic, []).extend(read_topic(topic, partition, end))
+        by_topic = read_all_spark(offsets)
         records: dict[str, dict[str, list[dict[str, Any]]]] = {}
         for topic, topic_records in by_topic.items():
             connector = next(n for n, c in CONNECTORS.items() if topic.startswith(c["topic_prefix"]))
