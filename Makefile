@@ -18,7 +18,7 @@ comma := ,
 export CDC_SPARK_JARS ?= $(subst $() ,$(comma),$(foreach j,$(SPARK_JARS),$(CURDIR)/$(JARS)/$(j).jar))
 export PYSPARK_PYTHON := $(CURDIR)/$(BIN)/python
 
-.PHONY: help setup demo test test-unit test-integration lint clean sample
+.PHONY: help setup demo test test-long test-unit test-integration lint clean sample
 
 help:
 	@echo "make demo   set up if needed, build the sample lakehouse, print its tables"
@@ -52,7 +52,11 @@ demo: setup sample
 
 # --- tests ---------------------------------------------------------------------
 test: setup lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=15
+
+# The property tests with a large budget (more random change streams, longer ones).
+test-long: setup
+	CDC_PROPERTY_EXAMPLES=$${CDC_PROPERTY_EXAMPLES:-40} $(BIN)/python -m pytest -q tests/property
 
 lint: setup
 	$(BIN)/sqlfluff lint models

@@ -30,7 +30,7 @@
         {%- set result = cdc_merge(target_relation, tombstone_relation, batch, primary_key) -%}
     {%- endif -%}
     {%- do cdc_write_watermark(target_relation, batch) -%}
-    {%- do cdc_release_batch(batch) -%}
+    {%- do cdc_drop_work_table(batch) -%}
 
     {%- call noop_statement('main', result, 'OK') -%}{%- endcall -%}
 
@@ -40,38 +40,33 @@
 {% endmaterialization %}
 
 
-{#- The model's SQL (latest change per key in the window), evaluated once: every later
-    step reads the same rows even while ingestion commits to bronze. -#}
+{#- The model's SQL (latest change per key in the window), evaluated once into a work
+    table: every later step reads the same rows even while ingestion commits to bronze. -#}
 {% macro cdc_stage_batch(target_relation, sql) %}
-    {%- set batch = target_relation.identifier ~ '__cdc_batch' -%}
-    {%- call statement('cdc_stage_batch') -%}
-        create or replace temporary view `{{ batch }}` as {{ sql }}
-    {%- endcall -%}
-    {%- do cdc_cache_view(batch) -%}
-    {{ return(batch) }}
+    {{ return(cdc_create_work_table(target_relation, 'batch', sql)) }}
 {% endmacro %}
 
 
-{#- Materialize a temporary view once (memory, spilling to disk). Hudi's column-stats
-    data skipping persists and unpersists a dataset of its own while Spark builds the
-    cache; when the Hudi scan runs in a broadcast thread the two deadlock on Spark's
-    cache lock. So data skipping is off while the cache is built. -#}
-{% macro cdc_cache_view(view_name) %}
-    {%- call statement('cdc_cache_' ~ view_name) -%}
-        set hoodie.enable.data.skipping = false
+{#- A parquet table `<model>__cdc_<suffix>` next to silver holding `sql`'s rows, written
+    once. Not CACHE TABLE: Hudi's column-stats data skipping unpersists a dataset of its
+    own, which deadlocks with a cache being built in another thread or session (dbt
+    threads > 1, a Thrift Server). A leftover of a crashed build is replaced. -#}
+{% macro cdc_create_work_table(target_relation, suffix, sql) %}
+    {%- set relation = target_relation.incorporate(
+        path={'identifier': target_relation.identifier ~ '__cdc_' ~ suffix}) -%}
+    {%- do cdc_drop_work_table(relation) -%}
+    {%- call statement('cdc_create_' ~ suffix) -%}
+        create table {{ relation }}
+        using parquet
+        as {{ sql }}
     {%- endcall -%}
-    {%- call statement('cdc_cache_' ~ view_name) -%}
-        cache table `{{ view_name }}` options ('storageLevel' 'MEMORY_AND_DISK')
-    {%- endcall -%}
-    {%- call statement('cdc_cache_' ~ view_name) -%}
-        reset hoodie.enable.data.skipping
-    {%- endcall -%}
+    {{ return(relation) }}
 {% endmacro %}
 
 
-{% macro cdc_release_batch(view_name) %}
-    {%- call statement('cdc_release_' ~ view_name) -%}
-        drop view if exists `{{ view_name }}`
+{% macro cdc_drop_work_table(relation) %}
+    {%- call statement('cdc_drop_' ~ relation.identifier) -%}
+        drop table if exists {{ relation }}
     {%- endcall -%}
 {% endmacro %}
 

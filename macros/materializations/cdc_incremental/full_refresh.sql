@@ -12,7 +12,7 @@
         {{ cdc_hudi_tblproperties(primary_key) }}
         as
         select {% for name in columns %}`{{ name }}`{{ ", " if not loop.last }}{% endfor %}
-        from `{{ batch }}`
+        from {{ batch }}
         where not _cdc_deleted
     {%- endcall -%}
     {%- call statement('cdc_create_tombstones') -%}
@@ -21,7 +21,7 @@
         {{ cdc_hudi_tblproperties(primary_key) }}
         as
         select {{ cdc_tombstone_columns(primary_key, 'batch') }}
-        from `{{ batch }}` as batch
+        from {{ batch }} as batch
         where _cdc_deleted
     {%- endcall -%}
     {{ return('full refresh') }}

@@ -13,11 +13,9 @@
 {% macro cdc_merge(target_relation, tombstone_relation, batch, primary_key) %}
     {%- set columns = cdc_model_columns() -%}
     {%- set silver_columns = cdc_silver_columns() -%}
-    {%- set actions = target_relation.identifier ~ '__cdc_actions' -%}
     {%- set first_key = primary_key[0] -%}
 
-    {%- call statement('cdc_actions') -%}
-        create or replace temporary view `{{ actions }}` as
+    {%- set actions_sql -%}
         select
             {%- for column in columns %}
             {%- if column.toastable %}
@@ -41,17 +39,17 @@
                 when stored.`{{ first_key }}` is not null then 'update'
                 else 'insert'
             end as _cdc_action
-        from `{{ batch }}` as batch
+        from {{ batch }} as batch
         left join {{ target_relation }} as stored
             on {{ cdc_key_join('batch', 'stored', primary_key) }}
         left join {{ tombstone_relation }} as tombstone
             on {{ cdc_key_join('batch', 'tombstone', primary_key) }}
-    {%- endcall -%}
-    {%- do cdc_cache_view(actions) -%}
+    {%- endset -%}
+    {%- set actions = cdc_create_work_table(target_relation, 'actions', actions_sql) -%}
 
     {%- set counts = {} -%}
     {%- for row in run_query(
-            'select _cdc_action, _cdc_has_tombstone, count(*) from `' ~ actions ~ '` group by 1, 2') -%}
+            'select _cdc_action, _cdc_has_tombstone, count(*) from ' ~ actions ~ ' group by 1, 2') -%}
         {%- set name = row[0] ~ ('+tombstone' if row[1] else '') -%}
         {%- do counts.update({name: row[2]}) -%}
     {%- endfor -%}
@@ -64,7 +62,7 @@
         {%- call statement('cdc_merge_silver') -%}
             merge into {{ target_relation }} as stored
             using (
-                select * from `{{ actions }}` where _cdc_action in ('insert', 'update', 'delete')
+                select * from {{ actions }} where _cdc_action in ('insert', 'update', 'delete')
             ) as change
             on {{ cdc_key_join('stored', 'change', primary_key) }}
             when matched and change._cdc_action = 'delete' then delete
@@ -83,7 +81,7 @@
             merge into {{ tombstone_relation }} as tombstone
             using (
                 select {{ cdc_tombstone_columns(primary_key, 'change') }}, change._cdc_action
-                from `{{ actions }}` as change
+                from {{ actions }} as change
                 where change._cdc_action in ('delete', 'tombstone')
                     or (change._cdc_action = 'insert' and change._cdc_has_tombstone)
             ) as change
@@ -103,6 +101,6 @@
         {%- endcall -%}
     {%- endif -%}
 
-    {%- do cdc_release_batch(actions) -%}
+    {%- do cdc_drop_work_table(actions) -%}
     {{ return(counts | dictsort | map('join', '=') | join(' ')) }}
 {% endmacro %}

@@ -22,7 +22,7 @@
 
 
 {% macro cdc_write_watermark(target_relation, batch) %}
-    {%- set newest = run_query('select max(_cdc_window_commit_time) from `' ~ batch ~ '`').columns[0].values()[0] -%}
+    {%- set newest = run_query('select max(_cdc_window_commit_time) from ' ~ batch).columns[0].values()[0] -%}
     {%- if newest is not none -%}
         {%- call statement('cdc_write_watermark') -%}
             alter table {{ target_relation }} set tblproperties ('cdc.watermark' = '{{ newest }}')

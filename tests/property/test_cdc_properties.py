@@ -1,0 +1,146 @@
+"""Differential property tests on real Spark and Hudi: random change streams (see
+`streams.py`) are landed batch by batch through the real ingestion into bronze, and
+after every batch an incremental `dbt run` of the silver model must equal
+
+  (a) the full-refresh build of all of bronze: the rows the model's full-refresh SQL
+      yields (per batch), and a real `dbt run --full-refresh` at the end of the stream
+      that must reproduce the incremental table and its tombstones exactly;
+  (b) the oracle, `tests/support/oracle.py`, computed in plain Python from the files.
+
+Budget: one fixed stream of the hardest case, then CDC_PROPERTY_EXAMPLES random streams (default 3, `make test-long` runs more) from a
+fixed seed (CDC_PROPERTY_SEED). Shrinking is off: one example costs real Hudi commits,
+so a failure reports the stream as drawn, with its description.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+import pytest
+from dbt.cli.main import dbtRunner
+from hypothesis import HealthCheck, Phase, example, given, seed, settings
+
+from ingestion.pipeline import IngestConfig, run as ingest
+from tests.support import oracle
+from tests.support.lakehouse import dbt, silver_rows
+from tests.support.paths import ROOT
+
+from .streams import SOURCES, Source, Stream, change_streams, late_events_after_delete
+
+pytestmark = pytest.mark.integration
+
+EXAMPLES = int(os.environ.get("CDC_PROPERTY_EXAMPLES", "3"))
+SEED = int(os.environ.get("CDC_PROPERTY_SEED", "20261122"))
+META = ["_cdc_op", "_cdc_order", "_cdc_source_ts", "_cdc_commit_time"]
+TOMBSTONE_COLUMNS = ["_cdc_order", "_cdc_deleted_at", "_cdc_commit_time"]
+
+REPORT = ROOT / "build" / "reports" / "property_tests.json"
+TRIED = {"streams": 0, "batches": 0, "changes": 0, "duplicates": 0, "late_files": 0}
+
+
+def bronze_table(source: Source) -> str:
+    return "bronze." + source.topic.replace(".", "_")
+
+
+def reset(spark, source: Source) -> None:
+    """Drop the source's bronze change log and its silver tables (and their folders)."""
+    warehouse = Path(spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:"))
+    for table in [bronze_table(source), f"silver.{source.table}", f"silver.{source.table}__cdc_tombstones"]:
+        spark.sql(f"drop table if exists {table} purge")
+        schema, name = table.split(".")
+        shutil.rmtree(warehouse / f"{schema}.db" / name, ignore_errors=True)
+
+
+class CompiledSql(dict):
+    """model -> compiled SQL; a short repr, as hypothesis prints the test's arguments."""
+
+    def __repr__(self) -> str:
+        return f"<compiled full-refresh SQL of {', '.join(self)}>"
+
+
+@pytest.fixture(scope="module")
+def full_refresh_sql(spark) -> CompiledSql:
+    """Each model's SQL as a --full-refresh build compiles it (the whole change log)."""
+    compiled = CompiledSql()
+    for source in SOURCES:
+        result = dbtRunner().invoke(["compile", "--select", source.table, "--full-refresh",
+                                     "--project-dir", str(ROOT), "--profiles-dir", str(ROOT / "profiles")])
+        assert result.success, result.exception
+        compiled[source.table] = result.result.results[0].node.compiled_code
+    yield compiled
+    for source in SOURCES:
+        reset(spark, source)
+    # what was tried, for the notes (build/ is git-ignored)
+    REPORT.parent.mkdir(parents=True, exist_ok=True)
+    REPORT.write_text(json.dumps({"examples": EXAMPLES, "seed": SEED, **TRIED}, indent=2) + "\n")
+
+
+def columns_of(source: Source) -> list[str]:
+    return list(oracle.TABLES[source.table]["columns"])
+
+
+def full_refresh_rows(spark, source: Source, sql: str) -> list[dict]:
+    """What --full-refresh would write now: the model's rows over all of bronze, deletes dropped."""
+    select = ", ".join(f"`{c}`" for c in columns_of(source) + META)
+    return [row.asDict(recursive=True) for row in spark.sql(
+        f"select {select} from ({sql}) as model where not _cdc_deleted order by `{source.primary_key}`").collect()]
+
+
+def check_batch(spark, stream: Stream, batch: int, batch_dirs: list[Path], sql: str) -> None:
+    source = stream.source
+    key = [source.primary_key]
+    what = f"after batch {batch + 1} of {stream.describe()}"
+    expected = oracle.expected_current_state_from_batches(batch_dirs, source.table)
+    actual = silver_rows(spark, source.table, columns_of(source), key)
+    assert actual == expected, f"silver.{source.table} != oracle {what}:\n got  {actual}\n want {expected}"
+    incremental = silver_rows(spark, source.table, columns_of(source) + META, key)
+    assert incremental == full_refresh_rows(spark, source, sql), (
+        f"silver.{source.table} (incremental) != its full-refresh rows {what}")
+
+
+def tables_with_meta(spark, source: Source) -> tuple[list[dict], list[dict]]:
+    key = [source.primary_key]
+    silver = silver_rows(spark, source.table, columns_of(source) + META, key)
+    tombstones = silver_rows(spark, f"{source.table}__cdc_tombstones", key + TOMBSTONE_COLUMNS, key)
+    return silver, tombstones
+
+
+@settings(max_examples=EXAMPLES, deadline=None, database=None, print_blob=True,
+          phases=[Phase.explicit, Phase.generate],
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
+                                 HealthCheck.data_too_large])
+@seed(SEED)
+@given(stream=change_streams())
+@example(stream=late_events_after_delete())
+def test_incremental_equals_full_refresh_and_oracle(spark, run_dir: Path, full_refresh_sql, stream: Stream):
+    source = stream.source
+    reset(spark, source)
+    base = run_dir / "property" / uuid.uuid4().hex[:8]
+    landing = base / "landing" / "topics"
+    batch_dirs: list[Path] = []
+    for batch in range(len(stream.batches)):
+        # Each batch is also kept in its own folder for the oracle.
+        batch_dirs.append(stream.write_batch(batch, base / "batches" / str(batch)))
+        stream.write_batch(batch, landing)
+        summary = ingest(spark, IngestConfig(input_uri=str(landing), bronze_schema="bronze"))
+        assert summary.quarantined == 0, summary.render()
+        if not spark.catalog.tableExists(bronze_table(source)):
+            # every file so far is late: nothing landed, nothing to build yet
+            assert oracle.expected_current_state_from_batches(batch_dirs, source.table) == []
+            continue
+        dbt("run", "--select", source.table)
+        check_batch(spark, stream, batch, batch_dirs, full_refresh_sql[source.table])
+        TRIED["batches"] += 1
+
+    incremental = tables_with_meta(spark, source)
+    dbt("run", "--select", source.table, "--full-refresh")
+    assert tables_with_meta(spark, source) == incremental, (
+        f"dbt run --full-refresh gave other silver/tombstone tables than the incremental runs: {stream.describe()}")
+    TRIED["streams"] += 1
+    TRIED["changes"] += stream.changes
+    TRIED["duplicates"] += stream.duplicates
+    TRIED["late_files"] += stream.late_files
