@@ -23,7 +23,7 @@ from ingestion.kafka_source import KafkaSource
 from ingestion.naming import table_for_topic
 from tests.e2e import workloads
 from tests.support.compare import diff
-from tests.support.lakehouse import dbt, silver_rows
+from tests.support.lakehouse import dbt, drop_schemas, silver_rows
 from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.e2e
@@ -44,15 +44,7 @@ def clean_lakehouse_after(spark):
     """The tests share one Spark session and lakehouse: leave none of this module's tables
     behind for the integration test, which builds the same schemas from generated data."""
     yield
-    import os
-    import shutil
-
-    for schema in LAKEHOUSE_SCHEMAS:
-        spark.sql(f"drop database if exists `{schema}` cascade")
-    warehouse = Path(os.environ["CDC_LAKEHOUSE_DIR"]) / "warehouse"
-    for schema in LAKEHOUSE_SCHEMAS:
-        shutil.rmtree(warehouse / f"{schema}.db", ignore_errors=True)
-    spark.catalog.clearCache()
+    drop_schemas(spark, LAKEHOUSE_SCHEMAS)
 
 
 def silver_models() -> dict[str, dict]:

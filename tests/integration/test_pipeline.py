@@ -15,12 +15,11 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from dbt.cli.main import dbtRunner
 
 from ingestion.pipeline import IngestConfig, run as ingest
 from tests.support import oracle
 from tests.support.lakehouse import dbt, silver_rows
-from tests.support.paths import ROOT, require_pagila
+from tests.support.paths import require_pagila
 from tools.sample_data import DEFAULT_SEED, generate
 
 BATCHES = (1, 2, 3)
@@ -188,10 +187,7 @@ def test_decode_macros_on_other_encodings(spark):
                for i, (raw, data_type, _) in enumerate(DECODE_CASES)]
     columns += [f"{{{{ cdc_is_unavailable({sql_text(sql_text(raw))!s}) }}}} as u{i}"
                 for i, (raw, _) in enumerate(UNAVAILABLE_CASES)]
-    result = dbtRunner().invoke(["compile", "--inline", "select " + ", ".join(columns),
-                                 "--project-dir", str(ROOT), "--profiles-dir", str(ROOT / "profiles")])
-    assert result.success, result.exception
-    compiled = result.result.results[0].node.compiled_code
+    compiled = dbt("compile", "--inline", "select " + ", ".join(columns)).results[0].node.compiled_code
     row = spark.sql(compiled).collect()[0].asDict(recursive=True)
     for i, (raw, data_type, want) in enumerate(DECODE_CASES):
         assert row[f"c{i}"] == want, f"{raw!r} as {data_type}: got {row[f'c{i}']!r}"

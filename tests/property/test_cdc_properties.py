@@ -16,17 +16,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import uuid
 from pathlib import Path
 
 import pytest
-from dbt.cli.main import dbtRunner
 from hypothesis import HealthCheck, Phase, example, given, seed, settings
 
+from ingestion.naming import table_for_topic
 from ingestion.pipeline import IngestConfig, run as ingest
 from tests.support import oracle
-from tests.support.lakehouse import dbt, silver_rows
+from tests.support.lakehouse import dbt, drop_tables, silver_rows
 from tests.support.paths import ROOT
 
 from .streams import SOURCES, Source, Stream, change_streams, late_events_after_delete
@@ -43,16 +42,13 @@ TRIED = {"streams": 0, "batches": 0, "changes": 0, "duplicates": 0, "late_files"
 
 
 def bronze_table(source: Source) -> str:
-    return "bronze." + source.topic.replace(".", "_")
+    return f"bronze.{table_for_topic(source.topic)}"
 
 
 def reset(spark, source: Source) -> None:
     """Drop the source's bronze change log and its silver tables (and their folders)."""
-    warehouse = Path(spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:"))
-    for table in [bronze_table(source), f"silver.{source.table}", f"silver.{source.table}__cdc_tombstones"]:
-        spark.sql(f"drop table if exists {table} purge")
-        schema, name = table.split(".")
-        shutil.rmtree(warehouse / f"{schema}.db" / name, ignore_errors=True)
+    drop_tables(spark, [("bronze", table_for_topic(source.topic)), ("silver", source.table),
+                        ("silver", f"{source.table}__cdc_tombstones")])
 
 
 class CompiledSql(dict):
@@ -67,10 +63,7 @@ def full_refresh_sql(spark) -> CompiledSql:
     """Each model's SQL as a --full-refresh build compiles it (the whole change log)."""
     compiled = CompiledSql()
     for source in SOURCES:
-        result = dbtRunner().invoke(["compile", "--select", source.table, "--full-refresh",
-                                     "--project-dir", str(ROOT), "--profiles-dir", str(ROOT / "profiles")])
-        assert result.success, result.exception
-        compiled[source.table] = result.result.results[0].node.compiled_code
+        compiled[source.table] = dbt("compile", "--select", source.table, "--full-refresh").results[0].node.compiled_code
     yield compiled
     for source in SOURCES:
         reset(spark, source)

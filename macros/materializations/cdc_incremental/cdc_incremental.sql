@@ -23,7 +23,9 @@
 
     {{ run_hooks(pre_hooks) }}
 
-    {%- set batch = cdc_stage_batch(target_relation, sql) -%}
+    {#- The model's SQL (latest change per key in the window), evaluated once: every later
+        step reads the same rows even while ingestion commits to bronze. -#}
+    {%- set batch = cdc_create_work_table(target_relation, 'batch', sql) -%}
     {%- if full_refresh -%}
         {%- set result = cdc_full_refresh(target_relation, tombstone_relation, batch, primary_key) -%}
     {%- else -%}
@@ -38,13 +40,6 @@
     {%- do persist_docs(target_relation, model) -%}
     {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}
-
-
-{#- The model's SQL (latest change per key in the window), evaluated once into a work
-    table: every later step reads the same rows even while ingestion commits to bronze. -#}
-{% macro cdc_stage_batch(target_relation, sql) %}
-    {{ return(cdc_create_work_table(target_relation, 'batch', sql)) }}
-{% endmacro %}
 
 
 {#- A parquet table `<model>__cdc_<suffix>` next to silver holding `sql`'s rows, written
