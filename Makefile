@@ -54,9 +54,10 @@ demo: setup sample
 test: setup lint
 	$(BIN)/python -m pytest -q --durations=15
 
-# The property tests with a large budget (more random change streams, longer ones).
+# The property and crash tests with a large budget (more random change streams, more kills).
 test-long: setup
-	CDC_PROPERTY_EXAMPLES=$${CDC_PROPERTY_EXAMPLES:-40} $(BIN)/python -m pytest -q tests/property
+	CDC_PROPERTY_EXAMPLES=$${CDC_PROPERTY_EXAMPLES:-40} CDC_CRASH_KILLS=$${CDC_CRASH_KILLS:-6} \
+		$(BIN)/python -m pytest -q tests/property tests/crash
 
 lint: setup
 	$(BIN)/sqlfluff lint models

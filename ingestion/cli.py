@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from ingestion.errors import IngestionError, UsageError
 from ingestion.pipeline import IngestConfig, RunSummary, default_sources_yml, run
+from ingestion.transform import MAX_RECORD_BYTES
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -103,6 +104,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--reprocess", action="store_true",
         help="ignore the ledger and read every file again (keyed inserts drop what is already there)",
     )
+    parser.add_argument(
+        "--max-record-bytes", type=int, default=MAX_RECORD_BYTES, metavar="N",
+        help=f"a record (line) longer than N bytes goes to quarantine (default: {MAX_RECORD_BYTES})",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     return parser
 
@@ -147,6 +152,7 @@ def make_run(args: argparse.Namespace) -> Callable[[SparkSession], RunSummary]:
             sources_yml=args.sources_yml,
             topics=args.topics,
             reprocess=args.reprocess,
+            max_record_bytes=args.max_record_bytes,
         )
         return lambda spark: run(spark, config)
     if not args.topic_pattern:
@@ -166,6 +172,7 @@ def make_run(args: argparse.Namespace) -> Callable[[SparkSession], RunSummary]:
         bronze_schema=args.bronze_schema,
         sources_yml=args.sources_yml,
         checkpoint=args.checkpoint,
+        max_record_bytes=args.max_record_bytes,
     )
     validate(kafka_config.source)
     return lambda spark: run_kafka(spark, kafka_config)

@@ -75,6 +75,8 @@ def list_source_files(spark: SparkSession, input_uri: str, topics: str | None = 
         if topic_filter is not None and not topic_filter.fullmatch(topic):
             continue
         partition, start_offset, error = _describe(name, topic, partition_dir)
+        if error is None and status.getLen() == 0:
+            error = "empty file (0 bytes): the S3 sink never writes one, so its upload may have failed"
         try:
             table: str | None = table_for_topic(topic)
         except TableNameError as exc:

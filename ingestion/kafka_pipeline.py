@@ -39,6 +39,7 @@ class KafkaIngestConfig:
     bronze_schema: str = "bronze"
     sources_yml: Path | None = None
     checkpoint: str | None = None  # any Hadoop path; default under $CDC_LAKEHOUSE_DIR/checkpoints
+    max_record_bytes: int = transform.MAX_RECORD_BYTES  # larger records go to quarantine
 
 
 def checkpoint_location(config: KafkaIngestConfig) -> str:
@@ -85,7 +86,7 @@ def run_kafka(spark: SparkSession, config: KafkaIngestConfig) -> RunSummary:
                 if (columns := keys.lookup(topic, table)) is not None
             }
             ingested_at = datetime.now(timezone.utc).replace(tzinfo=None)  # session time zone is UTC
-            classified = transform.prepare(kafka_source.to_lines(records, tables), key_map)
+            classified = transform.prepare(kafka_source.to_lines(records, tables), key_map, config.max_record_bytes)
             classified = classified.persist(StorageLevel.MEMORY_AND_DISK)
             try:
                 counts = _batch_counts(classified, tables, key_map)

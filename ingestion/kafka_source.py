@@ -19,7 +19,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ingestion.errors import TableNameError, UsageError
-from ingestion.naming import table_for_topic
+from ingestion.naming import table_collisions, table_for_topic
 
 # Consumer settings taken from the environment, so secrets (e.g. sasl.jaas.config)
 # never appear on a command line: CDC_KAFKA_OPT_SASL_JAAS_CONFIG -> kafka.sasl.jaas.config
@@ -93,9 +93,14 @@ def record_uri(topic: Column, partition: Column, offset: Column) -> Column:
 
 
 def topic_tables(topics: list[str]) -> dict[str, tuple[str | None, str | None]]:
-    """topic -> (bronze table, error) for the topics of one micro-batch."""
+    """topic -> (bronze table, error) for the topics of one micro-batch; topics that
+    map to one table are all refused (see naming.table_collisions)."""
     result: dict[str, tuple[str | None, str | None]] = {}
+    collisions = table_collisions(topics)
     for topic in topics:
+        if topic in collisions:
+            result[topic] = (None, collisions[topic])
+            continue
         try:
             result[topic] = (table_for_topic(topic), None)
         except TableNameError as exc:

@@ -79,6 +79,14 @@ def insert_new_rows(spark: SparkSession, df: DataFrame, schema: str, table: str,
         spark.catalog.dropTempView(view)
 
 
+def landed_topics(spark: SparkSession, schema: str, ledger: str) -> set[str]:
+    """Topics of which a previous run landed at least one record."""
+    if not table_exists(spark, schema, ledger):
+        return set()
+    rows = spark.sql(f"SELECT DISTINCT {quote('_topic')} FROM {qualified(schema, ledger)} WHERE landed > 0").collect()
+    return {row[0] for row in rows}
+
+
 def ingested_files(spark: SparkSession, schema: str, ledger: str) -> set[str]:
     """`_source_file` of every file a previous run completed."""
     if not table_exists(spark, schema, ledger):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ingestion.errors import TableNameError
@@ -28,6 +29,25 @@ def table_for_topic(topic: str) -> str:
     """`pagila.public.film_actor` -> `pagila_public_film_actor` (lower case, other chars -> `_`)."""
     table = re.sub(r"[^a-z0-9_]", "_", topic.lower())
     return validate_identifier(table, "table name")
+
+
+def table_collisions(topics: Iterable[str]) -> dict[str, str]:
+    """topic -> error for topics that map to the same bronze table as another topic
+    (`a.b` and `a_b` both give `a_b`): their events must not mix in one change log."""
+    by_table: dict[str, set[str]] = {}
+    for topic in topics:
+        try:
+            by_table.setdefault(table_for_topic(topic), set()).add(topic)
+        except TableNameError:
+            continue  # reported on its own
+    errors = {}
+    for table, names in by_table.items():
+        if len(names) > 1:
+            listed = ", ".join(repr(n) for n in sorted(names))
+            for topic in names:
+                errors[topic] = (f"topics {listed} all map to bronze table {table!r}; "
+                                 f"land them into separate bronze schemas (--bronze-schema) or rename a topic")
+    return errors
 
 
 def quote(identifier: str) -> str:

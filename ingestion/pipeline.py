@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -17,7 +17,7 @@ from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from ingestion import extract, load, transform
+from ingestion import extract, load, naming, transform
 from ingestion.errors import TableNameError, UsageError
 from ingestion.naming import validate_identifier
 from ingestion.sources import PrimaryKeys, load_primary_keys
@@ -36,6 +36,7 @@ class IngestConfig:
     sources_yml: Path | None = None
     topics: str | None = None
     reprocess: bool = False  # ignore the ledger (replay everything; dup-drop keeps tables exact)
+    max_record_bytes: int = transform.MAX_RECORD_BYTES  # larger records go to quarantine
 
 
 @dataclass
@@ -95,11 +96,20 @@ def validate_bronze_schema(name: str) -> None:
 
 def _validate(config: IngestConfig) -> None:
     validate_bronze_schema(config.bronze_schema)
+    if config.max_record_bytes < 1:
+        raise UsageError(f"--max-record-bytes must be positive, got {config.max_record_bytes}")
     if config.topics is not None:
         try:
             re.compile(config.topics)
         except re.error as exc:
             raise UsageError(f"--topics {config.topics!r} is not a valid regular expression: {exc}") from exc
+
+
+def _reject_table_collisions(files: list[extract.SourceFile], landed: set[str]) -> list[extract.SourceFile]:
+    """Files of a topic whose bronze table another topic already uses (or would use)
+    get a file-level error: their records go to quarantine instead of mixing."""
+    errors = naming.table_collisions({f.topic for f in files} | landed)
+    return [replace(f, table=None, error=errors[f.topic]) if f.topic in errors and not f.error else f for f in files]
 
 
 def _key_map(files: list[extract.SourceFile], keys: PrimaryKeys) -> dict[str, list[str]]:
@@ -131,7 +141,8 @@ def run(spark: SparkSession, config: IngestConfig) -> RunSummary:
     files = extract.list_source_files(spark, config.input_uri, config.topics)
     load.ensure_schema(spark, schema)
     done = set() if config.reprocess else load.ingested_files(spark, schema, LEDGER_TABLE)
-    new_files = [f for f in files if f.uri not in done]
+    new_files = _reject_table_collisions(
+        [f for f in files if f.uri not in done], load.landed_topics(spark, schema, LEDGER_TABLE))
     summary = RunSummary(files_skipped=len(files) - len(new_files))
     if not new_files:
         log.info("no new files under %s (%d already ingested)", config.input_uri, summary.files_skipped)
@@ -140,10 +151,10 @@ def run(spark: SparkSession, config: IngestConfig) -> RunSummary:
 
     ingested_at = datetime.now(timezone.utc).replace(tzinfo=None)  # session time zone is UTC
     key_map = _key_map(new_files, keys)
-    lines = transform.attach_file_info(
-        transform.split_lines(extract.read_files(spark, new_files)), extract.catalog_frame(spark, new_files)
-    )
-    classified = transform.prepare(lines, key_map).persist(StorageLevel.MEMORY_AND_DISK)
+    catalog = extract.catalog_frame(spark, new_files)
+    texts = transform.include_empty_files(extract.read_files(spark, new_files), catalog)
+    lines = transform.attach_file_info(transform.split_lines(texts), catalog)
+    classified = transform.prepare(lines, key_map, config.max_record_bytes).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         stats = {row["_source_file"]: row for row in transform.file_stats(classified).collect()}
         summary.tables = _summarize(new_files, stats, key_map)

@@ -25,6 +25,10 @@ SHAPE_ENVELOPE = "envelope"
 SHAPE_FLATTENED = "flattened"
 
 MALFORMED = "malformed JSON or not a JSON object"
+TRUNCATED_HINT = " (the file's last line has no newline: was the file cut short?)"
+# Kafka's default message limit is 1 MiB; Debezium records with large TOAST values can
+# be bigger. Over this, a record goes to quarantine whole instead of into bronze.
+MAX_RECORD_BYTES = 16 * 1024 * 1024
 
 BRONZE_COLUMNS: list[tuple[str, str]] = [
     ("_topic", "string"),
@@ -64,12 +68,33 @@ QUARANTINE_KEY = ["_source_file", "_source_line"]
 
 
 def split_lines(files: DataFrame) -> DataFrame:
-    """(_source_file, text) -> one row per line with its 0-based `_line_index`.
+    """(_source_file, text) -> one row per line with its 0-based `_line_index` and
+    `_unterminated` (the file's last line, when the file does not end with a newline).
 
-    A final trailing newline does not start another line; an empty file has no lines."""
+    A final trailing newline does not start another line; an empty file has one empty
+    line (its file-level error sends it to quarantine: nothing is silently skipped)."""
     body = F.regexp_replace("text", r"\r?\n\z", "")
-    lines = F.when(F.col("text") == "", F.array().cast("array<string>")).otherwise(F.split(body, r"\r?\n"))
-    return files.select("_source_file", F.posexplode(lines).alias("_line_index", "line"))
+    lines = F.split(body, r"\r?\n")
+    exploded = files.select(
+        "_source_file",
+        F.posexplode(lines).alias("_line_index", "line"),
+        F.size(lines).alias("_line_count"),
+        (~F.col("text").endswith("\n") & (F.col("text") != "")).alias("_no_final_newline"),
+    )
+    return exploded.select(
+        "_source_file", "_line_index", "line",
+        (F.col("_no_final_newline") & (F.col("_line_index") == F.col("_line_count") - 1)).alias("_unterminated"),
+    )
+
+
+def include_empty_files(files: DataFrame, catalog: DataFrame) -> DataFrame:
+    """(_source_file, text) for every file of the catalog: Spark's whole-text read has no
+    row for an empty file, which must still be accounted for (it gets text "")."""
+    return (
+        catalog.select("_source_file")
+        .join(files, "_source_file", "left")
+        .select("_source_file", F.coalesce(F.col("text"), F.lit("")).alias("text"))
+    )
 
 
 def attach_file_info(lines: DataFrame, catalog: DataFrame) -> DataFrame:
@@ -161,11 +186,12 @@ def extract_change_fields(records: DataFrame) -> DataFrame:
     )
 
 
-def classify(records: DataFrame, primary_keys: dict[str, list[str]]) -> DataFrame:
+def classify(records: DataFrame, primary_keys: dict[str, list[str]], max_record_bytes: int = MAX_RECORD_BYTES) -> DataFrame:
     """Add `_status` (landed | quarantined | tombstone) and the quarantine `reason`.
 
     `primary_keys` maps topic -> key columns; topics not in it are not key-checked.
-    First matching problem wins: file-level error, malformed JSON, bad op, missing key."""
+    First matching problem wins: file-level error, oversized record, malformed JSON, bad
+    op, missing key."""
     m = F.col("m")
     envelope = F.col("_shape") == SHAPE_ENVELOPE
     op_ok = F.col("_op").isin(*OPS)
@@ -197,9 +223,14 @@ def classify(records: DataFrame, primary_keys: dict[str, list[str]]) -> DataFram
     # `t` (truncate) has no row and no key; a flattened record without __op is a plain row.
     key_reason = F.when(F.coalesce(F.col("_op"), F.lit("")) != "t", key_reason)
 
+    size = F.octet_length("line")
+    truncated = F.coalesce(F.col("_unterminated"), F.lit(False)) if "_unterminated" in records.columns else F.lit(False)
     reason = (
         F.when(F.col("_file_error").isNotNull(), F.col("_file_error"))
+        .when(size > max_record_bytes, F.format_string(
+            f"record of %d bytes is over the limit of {max_record_bytes} bytes (--max-record-bytes)", size))
         .when(F.col("_tombstone"), F.lit(None))
+        .when(m.isNull() & truncated, F.lit(MALFORMED + TRUNCATED_HINT))
         .when(m.isNull(), F.lit(MALFORMED))
         .otherwise(F.coalesce(op_reason, key_reason))
     )
@@ -212,9 +243,9 @@ def classify(records: DataFrame, primary_keys: dict[str, list[str]]) -> DataFram
     return records.withColumn("reason", reason).withColumn("_status", status)
 
 
-def prepare(lines: DataFrame, primary_keys: dict[str, list[str]]) -> DataFrame:
+def prepare(lines: DataFrame, primary_keys: dict[str, list[str]], max_record_bytes: int = MAX_RECORD_BYTES) -> DataFrame:
     """The whole per-line pipeline: parse, extract Debezium fields, classify."""
-    return classify(extract_change_fields(parse_records(lines)), primary_keys)
+    return classify(extract_change_fields(parse_records(lines)), primary_keys, max_record_bytes)
 
 
 def _stamped(df: DataFrame, columns: list[tuple[str, str]], ingested_at: datetime) -> DataFrame:

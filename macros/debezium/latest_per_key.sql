@@ -1,8 +1,18 @@
-{#- Change events -> the latest event per primary key (deletes included, flagged), which
-    is what a silver table applies. A column whose value Debezium left out as an
-    unchanged TOAST value takes the key's latest real value in the batch; if there is
-    none, its name is listed in `_cdc_unavailable` and the merge keeps the stored value. -#}
-{% macro cdc_latest_per_key(change_events) %}
+{#- Change events -> the rows a silver build applies, each with its kind `_cdc_row`:
+
+      change    the latest event per primary key (deletes included, flagged). Row values
+                come from the key's latest live (not delete) event, `_cdc_values_order`
+                being its order: a delete's row image is not the row (PostgreSQL sends
+                only the key), and soft-deleted rows keep their last values. A column
+                whose value Debezium left out as an unchanged TOAST value takes the key's
+                latest real value in the batch; if there is none, its name is listed in
+                `_cdc_unavailable` and the merge keeps the stored value.
+      reset     exactly one row carrying the table's resets (from cdc_resets); the
+                materialization removes what they supersede.
+      rejected  an event that cannot be applied (`_cdc_invalid`), with its reason
+                `_cdc_rejection` and where it came from; it is left out of `change`, so
+                a later valid event of the key applies normally. -#}
+{% macro cdc_latest_per_key(change_events, resets) %}
     {#- derived columns are computed by the model from this result -#}
     {%- set columns = cdc_model_columns() | rejectattr('derived') | list -%}
     {%- set primary_key = cdc_primary_key() -%}
@@ -12,15 +22,17 @@
         {%- if column.name in primary_key %}
         `{{ column.name }}`,
         {%- elif column.toastable %}
-        max_by(`{{ column.name }}`, case when not `_cdc_unavailable__{{ column.name }}` then _cdc_order end)
+        max_by(`{{ column.name }}`,
+            case when not _cdc_deleted and not `_cdc_unavailable__{{ column.name }}` then _cdc_order end)
             as `{{ column.name }}`,
         {%- else %}
-        max_by(`{{ column.name }}`, _cdc_order) as `{{ column.name }}`,
+        max_by(`{{ column.name }}`, case when not _cdc_deleted then _cdc_order end) as `{{ column.name }}`,
         {%- endif %}
         {%- endfor %}
         max_by(_cdc_op, _cdc_order) as _cdc_op,
         max_by(_cdc_deleted, _cdc_order) as _cdc_deleted,
         max(_cdc_order) as _cdc_order,
+        max(case when not _cdc_deleted then _cdc_order end) as _cdc_values_order,
         max_by(_cdc_source_ts, _cdc_order) as _cdc_source_ts,
         max_by(_cdc_commit_time, _cdc_order) as _cdc_commit_time,
         -- newest bronze commit read for the key (the watermark), winning or not
@@ -28,14 +40,72 @@
         {%- if toastable %}
         filter(array(
             {%- for column in toastable %}
-            case when count_if(not `_cdc_unavailable__{{ column.name }}`) = 0 then '{{ column.name }}' end
+            case when count_if(not _cdc_deleted and not `_cdc_unavailable__{{ column.name }}`) = 0
+                then '{{ column.name }}' end
             {{- "," if not loop.last }}
             {%- endfor %}
-        ), name -> name is not null) as _cdc_unavailable
+        ), name -> name is not null) as _cdc_unavailable,
         {%- else %}
-        cast(array() as array<string>) as _cdc_unavailable
+        cast(array() as array<string>) as _cdc_unavailable,
         {%- endif %}
+        'change' as _cdc_row,
+        {{ cdc_special_row_columns() }}
     from {{ change_events }}
-    where {% for key in primary_key %}`{{ key }}` is not null{{ " and " if not loop.last }}{% endfor %}
+    where size(_cdc_invalid) = 0
     group by {% for key in primary_key %}`{{ key }}`{{ ", " if not loop.last }}{% endfor %}
+
+    union all
+
+    select
+        {%- for column in columns %}
+        {%- if column.name in primary_key %}
+        `{{ column.name }}`,
+        {%- else %}
+        cast(null as {{ column.data_type }}) as `{{ column.name }}`,
+        {%- endif %}
+        {%- endfor %}
+        _cdc_op,
+        _cdc_deleted,
+        _cdc_order,
+        cast(null as string) as _cdc_values_order,
+        _cdc_source_ts,
+        _cdc_commit_time,
+        _cdc_commit_time as _cdc_window_commit_time,
+        cast(array() as array<string>) as _cdc_unavailable,
+        'rejected' as _cdc_row,
+        {{ cdc_special_row_columns(rejected=true) }}
+    from {{ change_events }}
+    where size(_cdc_invalid) > 0
+
+    union all
+
+    select
+        {%- for column in columns %}
+        cast(null as {{ column.data_type }}) as `{{ column.name }}`,
+        {%- endfor %}
+        cast(null as string) as _cdc_op,
+        false as _cdc_deleted,
+        cast(null as string) as _cdc_order,
+        cast(null as string) as _cdc_values_order,
+        cast(null as timestamp) as _cdc_source_ts,
+        cast(null as string) as _cdc_commit_time,
+        cast(null as string) as _cdc_window_commit_time,
+        cast(array() as array<string>) as _cdc_unavailable,
+        'reset' as _cdc_row,
+        {{ cdc_special_row_columns(reset=true) }}
+    from {{ resets }}
 {% endmacro %}
+
+
+{#- The columns only `reset` and `rejected` rows fill (null elsewhere). -#}
+{% macro cdc_special_row_columns(reset=false, rejected=false) -%}
+    {%- for name in ['_cdc_truncated_before', '_cdc_snapshot_position', '_cdc_snapshot_offsets'] %}
+    {{ name if reset else 'cast(null as string) as ' ~ name }},
+    {%- endfor %}
+    {{ "array_join(_cdc_invalid, '; ')" if rejected else 'cast(null as string)' }} as _cdc_rejection,
+    {{ '_cdc_topic' if rejected else 'cast(null as string) as _cdc_topic' }},
+    {{ '_cdc_partition' if rejected else 'cast(null as int) as _cdc_partition' }},
+    {{ '_cdc_offset' if rejected else 'cast(null as bigint) as _cdc_offset' }},
+    {{ '_cdc_source_file' if rejected else 'cast(null as string) as _cdc_source_file' }},
+    {{ '_cdc_source_line' if rejected else 'cast(null as int) as _cdc_source_line' }}
+{%- endmacro %}

@@ -2,15 +2,23 @@ with
 
 change_log as (
     select * from {{ source('bronze', 'pagila_public_actor') }}
+),
+
+new_changes as (
+    select * from change_log
     where {{ cdc_new_commits() }}
 ),
 
+resets as (
+    {{ cdc_resets('change_log') }}
+),
+
 change_events as (
-    {{ cdc_change_events('change_log') }}
+    {{ cdc_change_events('new_changes', 'resets') }}
 ),
 
 final as (
-    {{ cdc_latest_per_key('change_events') }}
+    {{ cdc_latest_per_key('change_events', 'resets') }}
 )
 
 select * from final

@@ -7,7 +7,8 @@ after every batch an incremental `dbt run` of the silver model must equal
       that must reproduce the incremental table and its tombstones exactly;
   (b) the oracle, `tests/support/oracle.py`, computed in plain Python from the files.
 
-Budget: one fixed stream of the hardest case, then CDC_PROPERTY_EXAMPLES random streams (default 3, `make test-long` runs more) from a
+Budget: three fixed streams of the hardest cases (late events after a delete; a truncate
+and a connector reset; soft-deleted values landing late), then CDC_PROPERTY_EXAMPLES random streams (default 3, `make test-long` runs more) from a
 fixed seed (CDC_PROPERTY_SEED). Shrinking is off: one example costs real Hudi commits,
 so a failure reports the stream as drawn, with its description.
 """
@@ -28,17 +29,20 @@ from tests.support import oracle
 from tests.support.lakehouse import dbt, drop_tables, silver_rows
 from tests.support.paths import ROOT
 
-from .streams import SOURCES, Source, Stream, change_streams, late_events_after_delete
+from .streams import (SOURCES, Source, Stream, change_streams, late_events_after_delete, soft_deleted_values_arrive_late,
+                      truncate_and_reset)
 
 pytestmark = pytest.mark.integration
 
 EXAMPLES = int(os.environ.get("CDC_PROPERTY_EXAMPLES", "3"))
 SEED = int(os.environ.get("CDC_PROPERTY_SEED", "20261122"))
 META = ["_cdc_op", "_cdc_order", "_cdc_source_ts", "_cdc_commit_time"]
+SOFT_META = ["_cdc_is_deleted", "_cdc_deleted_at", "_cdc_values_order"]
 TOMBSTONE_COLUMNS = ["_cdc_order", "_cdc_deleted_at", "_cdc_commit_time"]
 
 REPORT = ROOT / "build" / "reports" / "property_tests.json"
-TRIED = {"streams": 0, "batches": 0, "changes": 0, "duplicates": 0, "late_files": 0}
+TRIED = {"streams": 0, "batches": 0, "changes": 0, "duplicates": 0, "late_files": 0, "truncates": 0,
+         "resets": 0}
 
 
 def bronze_table(source: Source) -> str:
@@ -47,8 +51,9 @@ def bronze_table(source: Source) -> str:
 
 def reset(spark, source: Source) -> None:
     """Drop the source's bronze change log and its silver tables (and their folders)."""
-    drop_tables(spark, [("bronze", table_for_topic(source.topic)), ("silver", source.table),
-                        ("silver", f"{source.table}__cdc_tombstones")])
+    silver = [("silver", model + suffix) for model, _ in source.models()
+              for suffix in ("", "__cdc_tombstones", "__cdc_rejected")]
+    drop_tables(spark, [("bronze", table_for_topic(source.topic)), *silver])
 
 
 class CompiledSql(dict):
@@ -63,7 +68,8 @@ def full_refresh_sql(spark) -> CompiledSql:
     """Each model's SQL as a --full-refresh build compiles it (the whole change log)."""
     compiled = CompiledSql()
     for source in SOURCES:
-        compiled[source.table] = dbt("compile", "--select", source.table, "--full-refresh").results[0].node.compiled_code
+        for model, _ in source.models():
+            compiled[model] = dbt("compile", "--select", model, "--full-refresh").results[0].node.compiled_code
     yield compiled
     for source in SOURCES:
         reset(spark, source)
@@ -76,30 +82,44 @@ def columns_of(source: Source) -> list[str]:
     return list(oracle.TABLES[source.table]["columns"])
 
 
-def full_refresh_rows(spark, source: Source, sql: str) -> list[dict]:
-    """What --full-refresh would write now: the model's rows over all of bronze, deletes dropped."""
-    select = ", ".join(f"`{c}`" for c in columns_of(source) + META)
+def meta_of(deletes: str) -> list[str]:
+    return META + (SOFT_META if deletes == "soft" else [])
+
+
+def full_refresh_rows(spark, source: Source, sql: str, deletes: str) -> list[dict]:
+    """What --full-refresh would write now: the model's rows over all of bronze (hard
+    deletes: deleted keys dropped; soft: flagged)."""
+    columns = ", ".join(f"`{c}`" for c in columns_of(source) + META)
+    soft = ", _cdc_deleted as _cdc_is_deleted, case when _cdc_deleted then _cdc_source_ts end as _cdc_deleted_at, " \
+        "_cdc_values_order" if deletes == "soft" else ""
+    where = "_cdc_row = 'change'" + ("" if deletes == "soft" else " and not _cdc_deleted")
     return [row.asDict(recursive=True) for row in spark.sql(
-        f"select {select} from ({sql}) as model where not _cdc_deleted order by `{source.primary_key}`").collect()]
+        f"select {columns}{soft} from ({sql}) as model where {where} order by `{source.primary_key}`").collect()]
 
 
-def check_batch(spark, stream: Stream, batch: int, batch_dirs: list[Path], sql: str) -> None:
+def check_batch(spark, stream: Stream, batch: int, batch_dirs: list[Path], compiled: CompiledSql) -> None:
     source = stream.source
     key = [source.primary_key]
     what = f"after batch {batch + 1} of {stream.describe()}"
-    expected = oracle.expected_current_state_from_batches(batch_dirs, source.table)
-    actual = silver_rows(spark, source.table, columns_of(source), key)
-    assert actual == expected, f"silver.{source.table} != oracle {what}:\n got  {actual}\n want {expected}"
-    incremental = silver_rows(spark, source.table, columns_of(source) + META, key)
-    assert incremental == full_refresh_rows(spark, source, sql), (
-        f"silver.{source.table} (incremental) != its full-refresh rows {what}")
+    for model, deletes in source.models():
+        expected = oracle.expected_current_state_from_batches(batch_dirs, source.table, deletes)
+        extra = ["_cdc_is_deleted"] if deletes == "soft" else []
+        actual = silver_rows(spark, model, columns_of(source) + extra, key)
+        assert actual == expected, f"silver.{model} != oracle {what}:\n got  {actual}\n want {expected}"
+        incremental = silver_rows(spark, model, columns_of(source) + meta_of(deletes), key)
+        assert incremental == full_refresh_rows(spark, source, compiled[model], deletes), (
+            f"silver.{model} (incremental) != its full-refresh rows {what}")
 
 
-def tables_with_meta(spark, source: Source) -> tuple[list[dict], list[dict]]:
+def tables_with_meta(spark, source: Source) -> list[list[dict]]:
+    """Every model's silver rows with metadata, and the hard-delete models' tombstones."""
     key = [source.primary_key]
-    silver = silver_rows(spark, source.table, columns_of(source) + META, key)
-    tombstones = silver_rows(spark, f"{source.table}__cdc_tombstones", key + TOMBSTONE_COLUMNS, key)
-    return silver, tombstones
+    tables = []
+    for model, deletes in source.models():
+        tables.append(silver_rows(spark, model, columns_of(source) + meta_of(deletes), key))
+        if deletes == "hard":
+            tables.append(silver_rows(spark, f"{model}__cdc_tombstones", key + TOMBSTONE_COLUMNS, key))
+    return tables
 
 
 @settings(max_examples=EXAMPLES, deadline=None, database=None, print_blob=True,
@@ -109,6 +129,8 @@ def tables_with_meta(spark, source: Source) -> tuple[list[dict], list[dict]]:
 @seed(SEED)
 @given(stream=change_streams())
 @example(stream=late_events_after_delete())
+@example(stream=truncate_and_reset())
+@example(stream=soft_deleted_values_arrive_late())
 def test_incremental_equals_full_refresh_and_oracle(spark, run_dir: Path, full_refresh_sql, stream: Stream):
     source = stream.source
     reset(spark, source)
@@ -125,15 +147,18 @@ def test_incremental_equals_full_refresh_and_oracle(spark, run_dir: Path, full_r
             # every file so far is late: nothing landed, nothing to build yet
             assert oracle.expected_current_state_from_batches(batch_dirs, source.table) == []
             continue
-        dbt("run", "--select", source.table)
-        check_batch(spark, stream, batch, batch_dirs, full_refresh_sql[source.table])
+        models = [model for model, _ in source.models()]
+        dbt("run", "--select", *models)
+        check_batch(spark, stream, batch, batch_dirs, full_refresh_sql)
         TRIED["batches"] += 1
 
     incremental = tables_with_meta(spark, source)
-    dbt("run", "--select", source.table, "--full-refresh")
+    dbt("run", "--select", *[model for model, _ in source.models()], "--full-refresh")
     assert tables_with_meta(spark, source) == incremental, (
         f"dbt run --full-refresh gave other silver/tombstone tables than the incremental runs: {stream.describe()}")
     TRIED["streams"] += 1
     TRIED["changes"] += stream.changes
     TRIED["duplicates"] += stream.duplicates
     TRIED["late_files"] += stream.late_files
+    TRIED["truncates"] += stream.truncates
+    TRIED["resets"] += stream.resets

@@ -16,6 +16,11 @@ Rules:
   key keeps its latest earlier value;
 - a delete's row image only names the key (REPLICA IDENTITY DEFAULT fills the other
   columns with defaults or zeros);
+- a truncate (op `t`) removes every event ordered before it;
+- a complete snapshot (the newest one whose last record Debezium marks with source
+  snapshot `last` or `last_in_data_collection`; its records share one source position)
+  removes every event that is both older in the source log and earlier in its Kafka
+  partition than the snapshot's last record there (rows gone from a re-snapshot);
 - a field missing from an event (a column added later to the source) is null;
 - derived columns (a generated column PostgreSQL does not stream) are computed from the
   row as the source computes them;
@@ -296,24 +301,73 @@ def to_event(value: dict) -> tuple[tuple, dict, bool]:
     raise ValueError(f"unknown record shape: {sorted(value)[:8]}")
 
 
-def expected_current_state(files, table: str) -> list[dict]:
-    """Latest non-deleted row per primary key, sorted by key, columns in table order."""
+def _op_and_snapshot(value: dict) -> tuple[str | None, str | None]:
+    if "op" in value and "source" in value:
+        return value["op"], (value["source"] or {}).get("snapshot")
+    return value.get("__op"), value.get("__snapshot")
+
+
+def _log_position(position: tuple) -> tuple:
+    """The part of a position a snapshot shares: LSN, or binlog file and position."""
+    return position[:2] if len(position) == 3 else position
+
+
+def superseded_by_resets(records: list[dict]):
+    """A predicate on (position, partition, offset): is the event removed by the newest
+    truncate or by the newest complete snapshot among `records`?"""
+    truncates, snapshot_ends, snapshot_records = [], [], []
+    for rec in records:
+        op, snapshot = _op_and_snapshot(rec["value"])
+        if op == "t":
+            truncates.append((_position(rec["value"]["source"]), rec["partition"], rec["offset"]))
+        elif op == "r":
+            position, _, _ = to_event(rec["value"])
+            if snapshot in ("last", "last_in_data_collection"):
+                snapshot_ends.append(_log_position(position))
+            if snapshot not in (None, "false", "incremental"):
+                snapshot_records.append((_log_position(position), rec["partition"], rec["offset"]))
+    truncated_before = max(truncates, default=None)
+    snapshot_at = max(snapshot_ends, default=None)
+    last_offsets: dict[int, int] = {}
+    for position, partition, offset in snapshot_records:
+        if position == snapshot_at:
+            last_offsets[partition] = max(offset, last_offsets.get(partition, offset))
+
+    def superseded(order: tuple) -> bool:
+        position, partition, offset = order
+        if truncated_before is not None and order < truncated_before:
+            return True
+        return (snapshot_at is not None and _log_position(position) < snapshot_at
+                and partition in last_offsets and offset < last_offsets[partition])
+
+    return superseded
+
+
+def expected_current_state(files, table: str, deletes: str = "hard") -> list[dict]:
+    """Latest non-deleted row per primary key, sorted by key, columns in table order.
+
+    deletes="soft": every key, deleted ones too, with the values of its latest live
+    event (null when it had none) and `_cdc_is_deleted`."""
     spec = TABLES[table]
     cols, pk = spec["columns"], spec["primary_key"]
     derived = spec.get("derived", {})
     events: dict[tuple, list] = {}
-    for rec in read_records(files):
-        if rec["topic"] != spec["topic"]:
+    records = [rec for rec in read_records(files) if rec["topic"] == spec["topic"]]
+    superseded = superseded_by_resets(records)
+    for rec in records:
+        if _op_and_snapshot(rec["value"])[0] == "t":
             continue
         position, row, deleted = to_event(rec["value"])
+        if superseded((position, rec["partition"], rec["offset"])):
+            continue
         key = tuple(decode(cols[c], row[c]) for c in pk)
         events.setdefault(key, []).append(((position, rec["partition"], rec["offset"]), row, deleted))
     result = []
     for key in sorted(events):
         known: dict[str, object] = {}  # the key's latest real value per column
-        current, deleted = None, True
+        live: dict[str, object] = {c: None for c in cols}  # values of the latest live event
+        deleted = True
         for _, row, deleted in sorted(events[key], key=lambda e: e[0]):
-            current = {}
             if deleted:  # a delete's row image holds the key; other columns are not values
                 continue
             for c, t in cols.items():
@@ -321,13 +375,15 @@ def expected_current_state(files, table: str) -> list[dict]:
                     continue
                 raw = row.get(c)
                 if is_unavailable(t, raw):
-                    current[c] = known.get(c)
+                    live[c] = known.get(c)
                 else:
-                    current[c] = known[c] = decode(t, raw)
-        if not deleted:
-            for c, expression in derived.items():
-                current[c] = expression(current)
-            result.append({c: current[c] for c in cols})
+                    live[c] = known[c] = decode(t, raw)
+        if deleted and deletes == "hard":
+            continue
+        live.update(zip(pk, key))
+        for c, expression in derived.items():
+            live[c] = expression(live)
+        result.append({c: live[c] for c in cols} | ({"_cdc_is_deleted": deleted} if deletes == "soft" else {}))
     return result
 
 
@@ -340,6 +396,6 @@ def files_in(batch_dirs, table: str | None = None) -> list[Path]:
     return files
 
 
-def expected_current_state_from_batches(batch_dirs, table: str) -> list[dict]:
+def expected_current_state_from_batches(batch_dirs, table: str, deletes: str = "hard") -> list[dict]:
     """Same as expected_current_state over every file of `table` under the batch dirs."""
-    return expected_current_state(files_in(batch_dirs, table), table)
+    return expected_current_state(files_in(batch_dirs, table), table, deletes)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ingestion.errors import SourcesFileError, TableNameError
-from ingestion.naming import ParsedFileName, parse_file_name, quote, table_for_topic
+from ingestion.naming import ParsedFileName, parse_file_name, quote, table_collisions, table_for_topic
 from ingestion.sources import load_primary_keys
 
 
@@ -21,6 +21,14 @@ from ingestion.sources import load_primary_keys
 )
 def test_table_for_topic(topic, table):
     assert table_for_topic(topic) == table
+
+
+def test_table_collisions():
+    assert table_collisions(["a.b", "a_b", "c.d", "9lives"]) == {
+        topic: "topics 'a.b', 'a_b' all map to bronze table 'a_b'; land them into separate bronze schemas "
+               "(--bronze-schema) or rename a topic"
+        for topic in ("a.b", "a_b")
+    }
 
 
 @pytest.mark.parametrize("topic", ["9lives", "a" * 129])

@@ -4,8 +4,12 @@
     than the table's watermark (see `cdc_new_commits`, `cdc_latest_per_key`). This
     materialization applies it:
       first build / --full-refresh -> full_refresh.sql (rebuild from all of bronze)
-      otherwise                    -> merge.sql (delete-aware merge, newest event wins)
-    then records the bronze watermark on the table. Deleted keys are remembered in a
+      otherwise                    -> resets.sql (a new truncate or re-snapshot deletes
+                                      what it supersedes), then merge.sql (delete-aware
+                                      merge, newest event wins) or, with
+                                      cdc_deletes='soft', merge_soft_deletes.sql
+    then keeps the events it could not apply in `<model>__cdc_rejected` (rejected.sql)
+    and records the resets and the bronze watermark on the table. Deleted keys are remembered in a
     companion `<model>__cdc_tombstones` table so a late, older event never resurrects
     a deleted row: incremental and full-refresh builds give the same table.
 
@@ -16,21 +20,29 @@
     {%- set target_relation = this.incorporate(type='table') -%}
     {%- set tombstone_relation = cdc_tombstone_relation(target_relation) -%}
     {%- set existing_relation = load_relation(this) -%}
-    {%- set full_refresh = existing_relation is none or should_full_refresh() -%}
-    {%- if not full_refresh -%}
-        {%- do cdc_validate_state(existing_relation, tombstone_relation) -%}
-    {%- endif -%}
+    {%- set full_refresh = existing_relation is none or should_full_refresh()
+        or cdc_validate_state(existing_relation, tombstone_relation) -%}
 
     {{ run_hooks(pre_hooks) }}
 
     {#- The model's SQL (latest change per key in the window), evaluated once: every later
         step reads the same rows even while ingestion commits to bronze. -#}
     {%- set batch = cdc_create_work_table(target_relation, 'batch', sql) -%}
+    {%- set resets = cdc_batch_resets(batch) -%}
     {%- if full_refresh -%}
         {%- set result = cdc_full_refresh(target_relation, tombstone_relation, batch, primary_key) -%}
     {%- else -%}
-        {%- set result = cdc_merge(target_relation, tombstone_relation, batch, primary_key) -%}
+        {#- a new truncate or re-snapshot removes what it supersedes before the merge -#}
+        {%- set reset = cdc_apply_resets(target_relation, tombstone_relation, resets) -%}
+        {%- if cdc_delete_mode() == 'soft' -%}
+            {%- set result = cdc_merge_soft_deletes(target_relation, batch, primary_key) -%}
+        {%- else -%}
+            {%- set result = cdc_merge(target_relation, tombstone_relation, batch, primary_key) -%}
+        {%- endif -%}
+        {%- set result = result ~ (' reset' if reset else '') -%}
     {%- endif -%}
+    {%- do cdc_record_rejected(target_relation, batch, primary_key, full_refresh) -%}
+    {%- do cdc_write_resets(target_relation, resets) -%}
     {%- do cdc_write_watermark(target_relation, batch) -%}
     {%- do cdc_drop_work_table(batch) -%}
 
@@ -71,10 +83,15 @@
 {% endmacro %}
 
 
-{#- Columns written to silver: the model's row columns, then CDC metadata. -#}
+{#- Columns written to silver: the model's row columns, then CDC metadata (soft deletes:
+    the deletion flag and time, and the order of the event the values come from). -#}
 {% macro cdc_silver_columns() %}
     {%- set names = cdc_model_columns() | map(attribute='name') | list -%}
-    {{ return(names + ['_cdc_op', '_cdc_order', '_cdc_source_ts', '_cdc_commit_time']) }}
+    {%- set names = names + ['_cdc_op', '_cdc_order', '_cdc_source_ts', '_cdc_commit_time'] -%}
+    {%- if cdc_delete_mode() == 'soft' -%}
+        {%- set names = names + ['_cdc_is_deleted', '_cdc_deleted_at', '_cdc_values_order'] -%}
+    {%- endif -%}
+    {{ return(names) }}
 {% endmacro %}
 
 

@@ -1,4 +1,5 @@
-{#- Strategy: rebuild silver and its tombstones from the whole change log. -#}
+{#- Strategy: rebuild silver and its tombstones from the whole change log (soft deletes:
+    deleted keys stay in silver, flagged, and there is no tombstone table). -#}
 {% macro cdc_full_refresh(target_relation, tombstone_relation, batch, primary_key) %}
     {%- set columns = cdc_silver_columns() -%}
     {%- for relation in [target_relation, tombstone_relation] -%}
@@ -6,15 +7,25 @@
             drop table if exists {{ relation }} purge
         {%- endcall -%}
     {%- endfor -%}
+    {%- set soft = cdc_delete_mode() == 'soft' -%}
     {%- call statement('cdc_create_silver') -%}
         create table {{ target_relation }}
         using hudi
         {{ cdc_hudi_tblproperties(primary_key) }}
         as
         select {% for name in columns %}`{{ name }}`{{ ", " if not loop.last }}{% endfor %}
-        from {{ batch }}
-        where not _cdc_deleted
+        from (
+            select
+                *,
+                _cdc_deleted as _cdc_is_deleted,
+                case when _cdc_deleted then _cdc_source_ts end as _cdc_deleted_at
+            from {{ batch }}
+        ) as batch
+        where _cdc_row = 'change' {{ "" if soft else "and not _cdc_deleted" }}
     {%- endcall -%}
+    {%- if soft -%}
+        {{ return('full refresh') }}
+    {%- endif -%}
     {%- call statement('cdc_create_tombstones') -%}
         create table {{ tombstone_relation }}
         using hudi
@@ -22,7 +33,7 @@
         as
         select {{ cdc_tombstone_columns(primary_key, 'batch') }}
         from {{ batch }} as batch
-        where _cdc_deleted
+        where _cdc_deleted and _cdc_row = 'change'
     {%- endcall -%}
     {{ return('full refresh') }}
 {% endmacro %}

@@ -44,6 +44,7 @@
             on {{ cdc_key_join('batch', 'stored', primary_key) }}
         left join {{ tombstone_relation }} as tombstone
             on {{ cdc_key_join('batch', 'tombstone', primary_key) }}
+        where batch._cdc_row = 'change'
     {%- endset -%}
     {%- set actions = cdc_create_work_table(target_relation, 'actions', actions_sql) -%}
 

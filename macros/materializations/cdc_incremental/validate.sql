@@ -2,6 +2,7 @@
     primary key as a list. -#}
 {% macro cdc_validate_config() %}
     {%- set primary_key = cdc_primary_key() -%}
+    {%- do cdc_delete_mode() -%}
     {%- set file_format = config.get('file_format') -%}
     {%- if file_format != 'hudi' -%}
         {{ exceptions.raise_compiler_error(
@@ -32,12 +33,34 @@
 {% endmacro %}
 
 
-{#- An incremental build needs the tombstones and the watermark of an earlier build. -#}
-{% macro cdc_validate_state(existing_relation, tombstone_relation) %}
-    {%- if load_relation(tombstone_relation) is none -%}
+{#- `cdc_deletes`: hard (default: a deleted row leaves silver) or soft (it stays with
+    `_cdc_is_deleted` = true and `_cdc_deleted_at`, keeping its last values). -#}
+{% macro cdc_delete_mode() %}
+    {%- set mode = config.get('cdc_deletes') or 'hard' -%}
+    {%- if mode not in ['hard', 'soft'] -%}
         {{ exceptions.raise_compiler_error(
-            "Model " ~ model.name ~ ": " ~ existing_relation ~ " exists but its tombstone table "
-            ~ tombstone_relation ~ " does not (a table not built by cdc_incremental, or a build that "
-            ~ "stopped half way). Rebuild it: dbt build --full-refresh --select " ~ model.name) }}
+            "Model " ~ model.name ~ ": cdc_deletes is '" ~ mode ~ "'. Use 'hard' (deleted rows leave "
+            ~ "the table, the default) or 'soft' (they stay, flagged by _cdc_is_deleted).") }}
     {%- endif -%}
+    {{ return(mode) }}
+{% endmacro %}
+
+
+{#- An incremental build needs the tombstones (hard deletes) of an earlier build.
+    Returns true when the table must be rebuilt instead: a first build that stopped
+    after creating silver but before its tombstones and watermark (a crash), which a
+    full refresh repairs (the model's SQL then already reads all of bronze). -#}
+{% macro cdc_validate_state(existing_relation, tombstone_relation) %}
+    {%- if cdc_delete_mode() == 'soft' or load_relation(tombstone_relation) is not none -%}
+        {{ return(false) }}
+    {%- endif -%}
+    {%- if cdc_table_property(existing_relation, 'cdc.watermark') is none -%}
+        {{ log("WARNING " ~ model.name ~ ": " ~ existing_relation ~ " has no tombstones and no watermark (its first "
+            ~ "build stopped half way): rebuilding it from all of bronze.", info=true) }}
+        {{ return(true) }}
+    {%- endif -%}
+    {{ exceptions.raise_compiler_error(
+        "Model " ~ model.name ~ ": " ~ existing_relation ~ " exists but its tombstone table "
+        ~ tombstone_relation ~ " does not (a table not built by cdc_incremental, or one whose tombstones were "
+        ~ "dropped). Rebuild it: dbt build --full-refresh --select " ~ model.name) }}
 {% endmacro %}

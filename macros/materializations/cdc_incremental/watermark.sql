@@ -9,15 +9,13 @@
     {%- if relation is none -%}
         {{ return(none) }}
     {%- endif -%}
-    {%- for row in run_query('show tblproperties ' ~ relation) if row[0] == 'cdc.watermark' -%}
-        {%- if not modules.re.match('^[0-9]+$', row[1]) -%}
-            {{ exceptions.raise_compiler_error(
-                relation ~ " has a malformed cdc.watermark '" ~ row[1] ~ "'. Rebuild it: "
-                ~ "dbt build --full-refresh --select " ~ model.name) }}
-        {%- endif -%}
-        {{ return(row[1]) }}
-    {%- endfor -%}
-    {{ return(none) }}
+    {%- set watermark = cdc_table_property(relation, 'cdc.watermark') -%}
+    {%- if watermark is not none and not modules.re.match('^[0-9]+$', watermark) -%}
+        {{ exceptions.raise_compiler_error(
+            relation ~ " has a malformed cdc.watermark '" ~ watermark ~ "'. Rebuild it: "
+            ~ "dbt build --full-refresh --select " ~ model.name) }}
+    {%- endif -%}
+    {{ return(watermark) }}
 {% endmacro %}
 
 

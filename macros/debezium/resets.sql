@@ -1,0 +1,66 @@
+{#- Resets: events that empty a table or replace its whole contents, and what they
+    supersede. Computed over the whole change log (not the incremental window), so an
+    incremental and a full-refresh build apply the same rules.
+
+      truncate (op = 't')       every event ordered before the newest truncate is
+                                superseded (TRUNCATE takes an exclusive lock in the
+                                source, so no change before it can commit after it)
+      complete snapshot         the newest snapshot whose end Debezium marked (source
+                                snapshot = 'last' or 'last_in_data_collection'), e.g. a
+                                re-snapshot after a connector reset: an event older than
+                                the snapshot in the source log AND earlier in its Kafka
+                                partition than the snapshot's records there is superseded.
+                                Changes committed during the snapshot come after it in
+                                the topic and are kept even if their log position is older.
+
+    One row: _cdc_truncated_before (an ordering key), _cdc_snapshot_position (the source
+    log position part of an ordering key) and _cdc_snapshot_offsets ('partition:offset,...',
+    the snapshot's last offset per Kafka partition); each null when there is none. -#}
+{% macro cdc_resets(change_log) %}
+    select
+        bounds._cdc_truncated_before,
+        bounds._cdc_snapshot_position,
+        nullif(array_join(array_sort(collect_list(
+            concat(cast(snapshot_records._partition as string), ':', cast(snapshot_records.last_offset as string))
+        )), ','), '') as _cdc_snapshot_offsets
+    from (
+        select
+            max(case when _op = 't' then {{ cdc_ordering_key() }} end) as _cdc_truncated_before,
+            max(case when _op = 'r' and _source_snapshot in ('last', 'last_in_data_collection')
+                then {{ cdc_source_position(cdc_ordering_key()) }} end) as _cdc_snapshot_position
+        from {{ change_log }}
+        where _op in ('t', 'r')
+    ) as bounds
+    left join (
+        select
+            {{ cdc_source_position(cdc_ordering_key()) }} as position,
+            _partition,
+            max(_offset) as last_offset
+        from {{ change_log }}
+        where _op = 'r' and coalesce(_source_snapshot, '') not in ('false', 'incremental')
+        group by 1, 2
+    ) as snapshot_records
+        on snapshot_records.position = bounds._cdc_snapshot_position
+    group by bounds._cdc_truncated_before, bounds._cdc_snapshot_position
+{% endmacro %}
+
+
+{#- The source log position part of an ordering key (LSN; binlog file, position). -#}
+{% macro cdc_source_position(order) -%}
+    substring_index({{ order }}, '|', 3)
+{%- endmacro %}
+
+
+{#- True when the event or stored row with ordering key `order` is superseded by the
+    resets in `resets` (a relation alias or a row of literals from cdc_resets). -#}
+{% macro cdc_is_superseded(order, resets) -%}
+    (coalesce({{ order }} < {{ resets }}._cdc_truncated_before, false)
+        or coalesce(
+            {{ cdc_source_position(order) }} < {{ resets }}._cdc_snapshot_position
+            and cast(element_at(split({{ order }}, '[|]'), 6) as bigint) < cast(try_element_at(
+                str_to_map({{ resets }}._cdc_snapshot_offsets, ',', ':'),
+                cast(cast(element_at(split({{ order }}, '[|]'), 5) as int) as string)
+            ) as bigint),
+            false
+        ))
+{%- endmacro %}

@@ -1,0 +1,76 @@
+{#- Applying resets (a truncate, a complete re-snapshot: see cdc_resets) to a silver
+    table that already exists: rows and tombstones they supersede are deleted before the
+    batch is merged. The resets last applied are kept as the table property
+    `cdc.resets`, so the deletes run only when a new reset arrives. -#}
+{% macro cdc_batch_resets(batch) %}
+    {%- set rows = run_query(
+        'select _cdc_truncated_before, _cdc_snapshot_position, _cdc_snapshot_offsets from '
+        ~ batch ~ " where _cdc_row = 'reset'") -%}
+    {%- if rows | length != 1 -%}
+        {{ exceptions.raise_compiler_error(
+            "Model " ~ model.name ~ ": its SQL must end with cdc_latest_per_key(change_events, resets), which "
+            ~ "yields exactly one `_cdc_row = 'reset'` row (got " ~ rows | length ~ ").") }}
+    {%- endif -%}
+    {{ return({
+        '_cdc_truncated_before': rows[0][0],
+        '_cdc_snapshot_position': rows[0][1],
+        '_cdc_snapshot_offsets': rows[0][2],
+    }) }}
+{% endmacro %}
+
+
+{% macro cdc_apply_resets(target_relation, tombstone_relation, resets) %}
+    {%- set applied = cdc_table_property(target_relation, 'cdc.resets') -%}
+    {%- if resets.values() | select | list | length == 0 or tojson(resets, sort_keys=true) == applied -%}
+        {{ return(false) }}
+    {%- endif -%}
+    {%- set relations = [target_relation] + ([tombstone_relation] if cdc_delete_mode() == 'hard' else []) -%}
+    {%- for relation in relations -%}
+        {%- call statement('cdc_apply_resets_' ~ loop.index) -%}
+            delete from {{ relation }}
+            where {{ cdc_is_superseded('_cdc_order', cdc_resets_values(resets)) }}
+        {%- endcall -%}
+    {%- endfor -%}
+    {{ return(true) }}
+{% endmacro %}
+
+
+{#- The resets as an alias-like prefix for cdc_is_superseded: a struct of literals. -#}
+{% macro cdc_resets_values(resets) -%}
+    named_struct(
+        {%- for name, value in resets | dictsort %}
+        '{{ name }}', {{ cdc_string_literal(value) }}{{ "," if not loop.last }}
+        {%- endfor %}
+    )
+{%- endmacro %}
+
+
+{% macro cdc_write_resets(target_relation, resets) %}
+    {%- if tojson(resets, sort_keys=true) == cdc_table_property(target_relation, 'cdc.resets') -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- call statement('cdc_write_resets') -%}
+        alter table {{ target_relation }} set tblproperties (
+            'cdc.resets' = {{ cdc_string_literal(tojson(resets, sort_keys=true)) }}
+        )
+    {%- endcall -%}
+{% endmacro %}
+
+
+{#- A Spark SQL string literal for a value that comes from data (or null). -#}
+{% macro cdc_string_literal(value) -%}
+    {%- if value is none -%}
+        cast(null as string)
+    {%- else -%}
+        '{{ value | string | replace("\\", "\\\\") | replace("'", "\\'") }}'
+    {%- endif -%}
+{%- endmacro %}
+
+
+{#- The value of table property `name` of `relation`, or none. -#}
+{% macro cdc_table_property(relation, name) %}
+    {%- for row in run_query('show tblproperties ' ~ relation) if row[0] == name -%}
+        {{ return(row[1]) }}
+    {%- endfor -%}
+    {{ return(none) }}
+{% endmacro %}

@@ -1,0 +1,150 @@
+"""Crash safety: the ingestion and `dbt run` are killed with SIGKILL (the whole process
+group, JVM included) and run again, batch after batch. Afterwards bronze must hold
+every event exactly once and silver must equal the oracle; both are read by a fresh
+process, which sees only committed Hudi data.
+
+- the ingestion is killed at random moments of its run (JVM start, reading, each
+  table's Hudi commit, the ledger);
+- `dbt run` is killed the moment it sends the silver write (the first build's CREATE,
+  later builds' MERGE) to Spark, i.e. in the middle of that Hudi commit.
+
+The crash runs use their own lakehouse: the embedded Derby metastore admits one
+process at a time, and the test's own Spark session holds the shared one.
+Budget: CDC_CRASH_KILLS kills of each kind per batch (default 2); the counts are
+written to build/reports/crash_tests.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from tests.property.streams import ACTOR, EPOCH_MS, SinkFile, Stream, _Position, _record, _wrap
+from tests.support import oracle
+from tests.support.paths import ROOT
+
+pytestmark = pytest.mark.integration
+
+KILLS = int(os.environ.get("CDC_CRASH_KILLS", "2"))
+SEED = 20261122
+REPORT = ROOT / "build" / "reports" / "crash_tests.json"
+PYTHON = sys.executable
+DBT = str(Path(sys.executable).parent / "dbt")
+SILVER_WRITE = ("merge into", "using hudi")  # what dbt logs as it sends the silver write
+
+
+def actor_stream(rng: random.Random, transactions: int = 60, keys: int = 10) -> Stream:
+    """Inserts, updates and deletes of `keys` actors, two records per sink file, cut
+    into two batches."""
+    pos = _Position(postgres=True)
+    state: dict[int, dict] = {}
+    lines = []
+    for tx in range(transactions):
+        pos.next_statement(rng.randint(8, 300))
+        key = rng.randint(1, keys)
+        ts = EPOCH_MS + tx * 1000
+        row = {"actor_id": key, "first_name": rng.choice(["ANNA", "BOB", "CHEN"]), "last_name": None,
+               "last_update": ts * 1000}
+        if key in state and rng.random() < 0.3:
+            before = {"actor_id": key, "first_name": "", "last_name": None, "last_update": 0}
+            lines.append(_wrap(_record(ACTOR, "envelope", "d", before, None, pos.fields(), ts, tx, "false"), False))
+            del state[key]
+        else:
+            op = "u" if key in state else "c"
+            state[key] = row
+            lines.append(_wrap(_record(ACTOR, "envelope", op, None, row, pos.fields(), ts, tx, "false"), False))
+    files = [SinkFile(0, i, lines[i:i + 2]) for i in range(0, len(lines), 2)]
+    half = len(files) // 2
+    return Stream(ACTOR, "envelope", False, 1, [files[:half], files[half:]], transactions=transactions)
+
+
+def environment(lakehouse: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({"CDC_LAKEHOUSE_DIR": str(lakehouse), "DBT_PROFILES_DIR": str(ROOT / "profiles"), "TZ": "UTC",
+                "PYTHONPATH": str(ROOT)})
+    return env
+
+
+def start(cmd: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
+    with open(log, "ab") as out:
+        return subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+
+
+def kill(process: subprocess.Popen) -> None:
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def finish(cmd: list[str], env: dict[str, str], log: Path, ok: tuple[int, ...] = (0,)) -> None:
+    code = start(cmd, env, log).wait()
+    assert code in ok, f"{' '.join(cmd)} exited {code}; see {log}"
+
+
+def test_kills_leave_bronze_exact_and_silver_right(spark, run_dir: Path):
+    rng = random.Random(SEED)
+    base = run_dir / "crash"
+    landing, logs = base / "landing" / "topics", base / "logs"
+    logs.mkdir(parents=True)
+    env = environment(base / "lakehouse")
+    ingest = [PYTHON, "-m", "ingestion", "--input", str(landing)]
+    dbt_run = [DBT, "run", "--select", "actor", "--project-dir", str(ROOT), "--target-path", str(base / "target"),
+               "--log-path", str(logs / "dbt")]
+    stream = actor_stream(rng)
+    survived = {"ingestion": 0, "dbt_mid_write": 0}
+    batch_dirs: list[Path] = []
+    started = time.monotonic()
+
+    for batch in range(len(stream.batches)):
+        batch_dirs.append(stream.write_batch(batch, base / "batches" / str(batch)))
+        stream.write_batch(batch, landing)
+
+        for _ in range(KILLS):
+            process = start(ingest, env, logs / "ingestion.log")
+            time.sleep(rng.uniform(4.0, 30.0))  # JVM start, reading, each table's commit, the ledger
+            if process.poll() is None:
+                kill(process)
+                survived["ingestion"] += 1
+        finish(ingest, env, logs / "ingestion.log")
+
+        for _ in range(KILLS):
+            dbt_log = logs / "dbt" / "dbt.log"
+            seen = dbt_log.stat().st_size if dbt_log.exists() else 0
+            process = start(dbt_run, env, logs / "dbt-stdout.log")
+            deadline = time.monotonic() + 180
+            while process.poll() is None and time.monotonic() < deadline:
+                if dbt_log.exists():
+                    with open(dbt_log, encoding="utf-8", errors="replace") as fh:
+                        fh.seek(seen)
+                        if any(marker in fh.read() for marker in SILVER_WRITE):
+                            kill(process)
+                            survived["dbt_mid_write"] += 1
+                            break
+                time.sleep(0.2)
+            assert process.poll() is not None and process.returncode != 0, (
+                f"dbt run was not killed in the middle of its silver write; see {logs}")
+        finish(dbt_run, env, logs / "dbt-stdout.log")
+
+        dump = base / f"tables-{batch}.json"
+        finish([PYTHON, "-m", "tests.crash.dump_tables", str(dump)], env, logs / "dump.log")
+        tables = json.loads(dump.read_text())
+        expected_events = sorted([r["partition"], r["offset"]] for r in oracle.read_records(
+            oracle.files_in(batch_dirs, "actor")))
+        assert tables["bronze"] == expected_events, f"bronze is not every event exactly once after batch {batch + 1}"
+        expected_rows = [{k: v.isoformat() if isinstance(v, datetime) else v for k, v in row.items()}
+                         for row in oracle.expected_current_state_from_batches(batch_dirs, "actor")]
+        assert tables["silver"] == expected_rows, f"silver.actor != oracle after batch {batch + 1} and the kills"
+
+    REPORT.parent.mkdir(parents=True, exist_ok=True)
+    REPORT.write_text(json.dumps({"kills_per_batch": KILLS, "batches": len(stream.batches), "kills_survived": survived,
+                                  "events": stream.transactions, "seconds": round(time.monotonic() - started)},
+                                 indent=2) + "\n")
