@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from ingestion.errors import IngestionError, UsageError
+from ingestion.lock import RunLockedError
 from ingestion.pipeline import IngestConfig, RunSummary, default_sources_yml, run
 from ingestion.transform import MAX_RECORD_BYTES
 
@@ -21,6 +22,7 @@ EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_QUARANTINED = 3
+EXIT_LOCKED = 4
 
 EPILOG = f"""\
 two sources, one of them per run:
@@ -48,6 +50,7 @@ exit codes:
   {EXIT_OK}  ok
   {EXIT_QUARANTINED}  the run finished but some records were quarantined
   {EXIT_USAGE}  usage error (bad arguments)
+  {EXIT_LOCKED}  another ingestion run is landing into the same bronze schema (nothing done)
   {EXIT_FAILURE}  failure (nothing after the failing step was written; rerun is safe)
 """
 
@@ -131,6 +134,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         log.error("%s", exc)
         return EXIT_USAGE
+    except RunLockedError as exc:
+        log.error("%s", exc)
+        return EXIT_LOCKED
     except IngestionError as exc:
         log.error("%s", exc)
         return EXIT_FAILURE

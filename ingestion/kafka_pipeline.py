@@ -63,9 +63,15 @@ def _merge(summary: RunSummary, batch: list[TableSummary]) -> None:
 
 
 def run_kafka(spark: SparkSession, config: KafkaIngestConfig) -> RunSummary:
-    """Land every record the matching topics hold now; returns the per-table summary."""
+    """Land every record the matching topics hold now; returns the per-table summary.
+    Runs into one bronze schema are serialized: a second one raises RunLockedError."""
     validate_bronze_schema(config.bronze_schema)
     kafka_source.validate(config.source)
+    with load.one_writer(spark, config.bronze_schema):
+        return _run_kafka(spark, config)
+
+
+def _run_kafka(spark: SparkSession, config: KafkaIngestConfig) -> RunSummary:
     keys = load_primary_keys(config.sources_yml or default_sources_yml())
     schema = config.bronze_schema
     load.ensure_schema(spark, schema)

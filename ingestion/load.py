@@ -6,12 +6,17 @@ file (e.g. after a crash before the ledger write) adds no rows.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import Iterator
+import logging
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from typing import ContextManager, Iterator
 
 from pyspark.sql import DataFrame, SparkSession
 
+from ingestion.lock import exclusive
 from ingestion.naming import qualified, quote
+
+log = logging.getLogger(__name__)
 
 # Spark SQL INSERT INTO on Hudi: plain insert (no upsert/precombine), drop incoming
 # records whose key is already in the table.
@@ -32,6 +37,16 @@ LEDGER_COLUMNS: list[tuple[str, str]] = [
 LEDGER_KEY = ["_source_file"]
 
 
+def writer_lock_path(spark: SparkSession, schema: str) -> Path | None:
+    """The lock file that serializes ingestion runs into `schema`, next to the
+    warehouse when it is on this machine; None for a remote warehouse (s3a://,
+    hdfs://), where the scheduler must run one ingestion per schema at a time."""
+    warehouse = spark.conf.get("spark.sql.warehouse.dir")
+    if "://" in warehouse and not warehouse.startswith("file:"):
+        return None
+    return Path(warehouse.removeprefix("file:")).resolve() / f".ingestion-{schema}.lock"
+
+
 def ensure_schema(spark: SparkSession, schema: str) -> None:
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote(schema)}")
 
@@ -40,15 +55,36 @@ def table_exists(spark: SparkSession, schema: str, table: str) -> bool:
     return spark.catalog.tableExists(qualified(schema, table))
 
 
+def remove_orphan_location(spark: SparkSession, schema: str, table: str) -> None:
+    """Delete the folder of a table the catalog does not know (a run killed while
+    creating it): Spark refuses to create a managed table over it. Nothing is lost:
+    the ledger is written last, so the files are read again."""
+    location = spark.catalog.getDatabase(schema).locationUri.rstrip("/") + "/" + table
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    path = jvm.org.apache.hadoop.fs.Path(location)
+    fs = path.getFileSystem(spark._jsc.hadoopConfiguration())  # type: ignore[attr-defined]
+    if fs.exists(path):
+        log.warning("removing %s: the folder of table %s.%s, which a killed run left unregistered", location, schema, table)
+        fs.delete(path, True)
+
+
 def ensure_table(
     spark: SparkSession, schema: str, table: str, columns: list[tuple[str, str]], key: list[str]
 ) -> None:
     """CREATE TABLE IF NOT EXISTS ... USING hudi, COPY_ON_WRITE, keyed by `key`."""
+    if not table_exists(spark, schema, table):
+        remove_orphan_location(spark, schema, table)
     column_sql = ", ".join(f"{quote(name)} {kind}" for name, kind in columns)
     spark.sql(
         f"CREATE TABLE IF NOT EXISTS {qualified(schema, table)} ({column_sql}) USING hudi "
         f"TBLPROPERTIES (type = 'cow', primaryKey = '{','.join(key)}')"
     )
+
+
+def one_writer(spark: SparkSession, schema: str) -> ContextManager:
+    """Hold the schema's ingestion lock for a whole run (RunLockedError if taken)."""
+    path = writer_lock_path(spark, schema)
+    return nullcontext() if path is None else exclusive(path)
 
 
 @contextmanager

@@ -132,8 +132,14 @@ def log_quarantine(samples: list, summary: RunSummary) -> None:
 
 
 def run(spark: SparkSession, config: IngestConfig) -> RunSummary:
-    """Ingest every new sink file under `config.input_uri`; returns the per-table summary."""
+    """Ingest every new sink file under `config.input_uri`; returns the per-table summary.
+    Runs into one bronze schema are serialized: a second one raises RunLockedError."""
     _validate(config)
+    with load.one_writer(spark, config.bronze_schema):
+        return _run(spark, config)
+
+
+def _run(spark: SparkSession, config: IngestConfig) -> RunSummary:
     sources_yml = config.sources_yml or default_sources_yml()
     keys = load_primary_keys(sources_yml)
     schema = config.bronze_schema

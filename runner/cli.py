@@ -22,7 +22,7 @@ from typing import Sequence
 
 from ingestion import cli as ingestion_cli
 from ingestion.errors import IngestionError, UsageError
-from runner.lock import RunLockedError, exclusive
+from ingestion.lock import RunLockedError, exclusive
 
 log = logging.getLogger("runner")
 

@@ -11,10 +11,9 @@ from decimal import Decimal
 
 import pytest
 
-
-from tests.support import oracle  # noqa: E402
-from tests.support.paths import PAGILA_DIR, ROOT, require_pagila  # noqa: E402
-from tools.sample_data import DEFAULT_SEED, TOPIC_LAYOUT, debezium, generate, mariadb, pagila  # noqa: E402
+from tests.support import oracle
+from tests.support.paths import PAGILA_DIR, require_pagila
+from tools.sample_data import DEFAULT_SEED, TOPIC_LAYOUT, debezium, generate, mariadb, pagila
 
 
 

@@ -117,3 +117,46 @@
         {{ left }}.`{{ key }}` = {{ right }}.`{{ key }}`{{ " and " if not loop.last }}
     {%- endfor -%}
 {%- endmacro %}
+
+
+{#- CREATE TABLE `relation` USING hudi AS `sql`, first removing the folder a build
+    killed while creating the table may have left at its location: Spark refuses to
+    create a managed table over it. Such a folder is found by listing its
+    `.hoodie/hoodie.properties` (next to the batch work table, which always exists
+    here, so the listing never fails), registered and dropped with PURGE. -#}
+{% macro cdc_create_hudi_table_as(relation, primary_key, sql, batch) %}
+    {%- set location = [] -%}
+    {%- for row in run_query('describe database extended ' ~ relation.schema) if row[0] == 'Location' -%}
+        {%- do location.append(row[1] | replace("'", "")) -%}
+    {%- endfor -%}
+    {%- set location = location[0] -%}
+    {%- set probe = relation.identifier ~ '__cdc_probe' -%}
+    {%- call statement('cdc_probe_' ~ relation.identifier) -%}
+        create or replace temporary view {{ probe }}
+        using binaryFile
+        options (
+            path '{{ location }}/{{ "{" }}{{ relation.identifier }}/.hoodie,{{ batch.identifier }}{{ "}" }}',
+            recursiveFileLookup 'true',
+            pathGlobFilter 'hoodie.properties'
+        )
+    {%- endcall -%}
+    {%- if run_query('select count(*) from ' ~ probe).columns[0].values()[0] > 0 -%}
+        {{ log("WARNING " ~ model.name ~ ": " ~ location ~ "/" ~ relation.identifier ~ " holds a table the catalog "
+            ~ "does not know (a build killed while creating it): removing it.", info=true) }}
+        {%- call statement('cdc_register_orphan_' ~ relation.identifier) -%}
+            create table {{ relation }} using hudi location '{{ location }}/{{ relation.identifier }}'
+        {%- endcall -%}
+        {%- call statement('cdc_drop_orphan_' ~ relation.identifier) -%}
+            drop table {{ relation }} purge
+        {%- endcall -%}
+    {%- endif -%}
+    {%- call statement('cdc_drop_probe_' ~ relation.identifier) -%}
+        drop view if exists {{ probe }}
+    {%- endcall -%}
+    {%- call statement('cdc_create_' ~ relation.identifier) -%}
+        create table {{ relation }}
+        using hudi
+        {{ cdc_hudi_tblproperties(primary_key) }}
+        as {{ sql }}
+    {%- endcall -%}
+{% endmacro %}

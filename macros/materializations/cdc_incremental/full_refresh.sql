@@ -8,11 +8,7 @@
         {%- endcall -%}
     {%- endfor -%}
     {%- set soft = cdc_delete_mode() == 'soft' -%}
-    {%- call statement('cdc_create_silver') -%}
-        create table {{ target_relation }}
-        using hudi
-        {{ cdc_hudi_tblproperties(primary_key) }}
-        as
+    {%- set silver_sql -%}
         select {% for name in columns %}`{{ name }}`{{ ", " if not loop.last }}{% endfor %}
         from (
             select
@@ -22,19 +18,17 @@
             from {{ batch }}
         ) as batch
         where _cdc_row = 'change' {{ "" if soft else "and not _cdc_deleted" }}
-    {%- endcall -%}
+    {%- endset -%}
+    {%- do cdc_create_hudi_table_as(target_relation, primary_key, silver_sql, batch) -%}
     {%- if soft -%}
         {{ return('full refresh') }}
     {%- endif -%}
-    {%- call statement('cdc_create_tombstones') -%}
-        create table {{ tombstone_relation }}
-        using hudi
-        {{ cdc_hudi_tblproperties(primary_key) }}
-        as
+    {%- set tombstones_sql -%}
         select {{ cdc_tombstone_columns(primary_key, 'batch') }}
         from {{ batch }} as batch
         where _cdc_deleted and _cdc_row = 'change'
-    {%- endcall -%}
+    {%- endset -%}
+    {%- do cdc_create_hudi_table_as(tombstone_relation, primary_key, tombstones_sql, batch) -%}
     {{ return('full refresh') }}
 {% endmacro %}
 

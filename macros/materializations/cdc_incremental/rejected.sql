@@ -23,12 +23,7 @@
         {%- call statement('cdc_drop_rejected') -%}
             drop table if exists {{ relation }} purge
         {%- endcall -%}
-        {%- call statement('cdc_create_rejected') -%}
-            create table {{ relation }}
-            using hudi
-            {{ cdc_hudi_tblproperties(['_cdc_order']) }}
-            as {{ rejected_sql }}
-        {%- endcall -%}
+        {%- do cdc_create_hudi_table_as(relation, ['_cdc_order'], rejected_sql, batch) -%}
     {%- elif run_query('select count(*) from ' ~ batch ~ " where _cdc_row = 'rejected'").columns[0].values()[0] > 0 -%}
         {%- call statement('cdc_merge_rejected') -%}
             merge into {{ relation }} as stored

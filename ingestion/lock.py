@@ -1,5 +1,7 @@
-"""A lock file so overlapping scheduled runs (a slow run, the next cron tick) never
-write the same lakehouse at once; the second run exits instead of waiting."""
+"""Lock files so overlapping runs never write the same tables at once: the scheduled
+runner's (a slow run, the next cron tick) and each ingestion's (two runs landing into
+one bronze schema would both insert the same new keys: Hudi's optimistic concurrency
+control checks overlapping files, not keys). The second run exits instead of waiting."""
 
 from __future__ import annotations
 
