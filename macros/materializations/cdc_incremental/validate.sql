@@ -46,18 +46,48 @@
 {% endmacro %}
 
 
+{#- Why an existing silver table must be rebuilt from all of bronze instead of merged
+    into, or none:
+      - its first build stopped after creating silver but before its tombstones and
+        watermark (a crash);
+      - the model's YAML declares a column the table lacks, or another data_type (a
+        column added upstream and then to the YAML, a widened type): merging would
+        leave rows the merge does not touch without it, unlike a full refresh.
+    Read both when compiling (cdc_read_watermark: the window is then all of bronze)
+    and by the materialization, so they agree. -#}
+{% macro cdc_rebuild_reason(relation) %}
+    {%- if cdc_delete_mode() == 'hard'
+            and load_relation(cdc_tombstone_relation(relation)) is none
+            and cdc_table_property(relation, 'cdc.watermark') is none -%}
+        {{ return("it has no tombstones and no watermark (its first build stopped half way)") }}
+    {%- endif -%}
+    {%- set stored = {} -%}
+    {%- for column in adapter.get_columns_in_relation(relation) -%}
+        {%- do stored.update({column.name | lower: column.data_type | lower | replace(' ', '')}) -%}
+    {%- endfor -%}
+    {%- for column in cdc_model_columns() -%}
+        {%- if column.name | lower not in stored -%}
+            {{ return("the model declares column " ~ column.name ~ ", which the table lacks") }}
+        {%- elif stored[column.name | lower] != column.data_type -%}
+            {{ return("the model declares " ~ column.name ~ " " ~ column.data_type ~ ", the table has "
+                ~ stored[column.name | lower]) }}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return(none) }}
+{% endmacro %}
+
+
 {#- An incremental build needs the tombstones (hard deletes) of an earlier build.
-    Returns true when the table must be rebuilt instead: a first build that stopped
-    after creating silver but before its tombstones and watermark (a crash), which a
-    full refresh repairs (the model's SQL then already reads all of bronze). -#}
+    Returns true when the table is rebuilt instead (see cdc_rebuild_reason). -#}
 {% macro cdc_validate_state(existing_relation, tombstone_relation) %}
+    {%- set reason = cdc_rebuild_reason(existing_relation) -%}
+    {%- if reason is not none -%}
+        {{ log("WARNING " ~ model.name ~ ": rebuilding " ~ existing_relation ~ " from all of bronze: " ~ reason ~ ".",
+            info=true) }}
+        {{ return(true) }}
+    {%- endif -%}
     {%- if cdc_delete_mode() == 'soft' or load_relation(tombstone_relation) is not none -%}
         {{ return(false) }}
-    {%- endif -%}
-    {%- if cdc_table_property(existing_relation, 'cdc.watermark') is none -%}
-        {{ log("WARNING " ~ model.name ~ ": " ~ existing_relation ~ " has no tombstones and no watermark (its first "
-            ~ "build stopped half way): rebuilding it from all of bronze.", info=true) }}
-        {{ return(true) }}
     {%- endif -%}
     {{ exceptions.raise_compiler_error(
         "Model " ~ model.name ~ ": " ~ existing_relation ~ " exists but its tombstone table "

@@ -6,7 +6,7 @@
         {{ return(none) }}
     {%- endif -%}
     {%- set relation = adapter.get_relation(database=this.database, schema=this.schema, identifier=this.identifier) -%}
-    {%- if relation is none -%}
+    {%- if relation is none or cdc_rebuild_reason(relation) is not none -%}
         {{ return(none) }}
     {%- endif -%}
     {%- set watermark = cdc_table_property(relation, 'cdc.watermark') -%}

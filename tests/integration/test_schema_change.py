@@ -1,0 +1,79 @@
+"""Schema change: the model's YAML declares a column its silver table lacks (a column
+added upstream, then to the YAML), so the next build rebuilds the table from all of
+bronze instead of merging: every row gets the column's value, as a full refresh gives;
+a dropped upstream column is null from its drop on; nothing is lost. The following
+build, with nothing new, merges again."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ingestion.pipeline import IngestConfig, run as ingest
+from tests.property.streams import ACTOR, EPOCH_MS, SinkFile, Stream, _Position, _record, _wrap
+from tests.support import oracle
+from tests.support.lakehouse import dbt, drop_schemas, drop_tables, silver_rows
+
+pytestmark = pytest.mark.integration
+
+SCHEMA = "bronze_schema_change"
+VARS = json.dumps({"cdc_bronze_schema": SCHEMA})
+COLUMNS = ["actor_id", "first_name", "last_name", "last_update"]
+
+
+def stream() -> Stream:
+    """Batch 1: actors 1-3 with last names. Batch 2: actor 1 updated; actor 2 updated
+    after the source dropped last_name (the field is gone from the event)."""
+    pos = _Position(postgres=True)
+    lines = []
+
+    def add(op: str, after: dict) -> None:
+        pos.next_statement(64)
+        lines.append(_wrap(_record(ACTOR, "envelope", op, None, after, pos.fields(), EPOCH_MS, len(lines), "false"),
+                           False))
+
+    for key, name in ((1, "ANNA"), (2, "BOB"), (3, "CHEN")):
+        add("c", {"actor_id": key, "first_name": name, "last_name": "DOE", "last_update": EPOCH_MS * 1000})
+    add("u", {"actor_id": 1, "first_name": "DANA", "last_name": "ROE", "last_update": EPOCH_MS * 1000})
+    add("u", {"actor_id": 2, "first_name": "EVE", "last_update": EPOCH_MS * 1000})
+    return Stream(ACTOR, "envelope", False, 1, [[SinkFile(0, 0, lines[:3])], [SinkFile(0, 3, lines[3:])]])
+
+
+@pytest.fixture
+def cleanup(spark):
+    yield
+    drop_schemas(spark, [SCHEMA])
+    drop_tables(spark, [("silver", "actor" + s) for s in ("", "__cdc_tombstones", "__cdc_rejected", "__old")])
+
+
+def test_a_declared_column_the_table_lacks_rebuilds_it(spark, tmp_path: Path, cleanup):
+    changes = stream()
+    landing, batches = tmp_path / "topics", []
+    batches.append(changes.write_batch(0, tmp_path / "batch-0"))
+    changes.write_batch(0, landing)
+    ingest(spark, IngestConfig(input_uri=str(landing), bronze_schema=SCHEMA))
+    dbt("run", "--select", "actor", "--vars", VARS)
+
+    # What a build made before `last_name` was in the YAML looked like: no such column.
+    watermark = [r[1] for r in spark.sql("show tblproperties silver.actor").collect() if r[0] == "cdc.watermark"][0]
+    spark.sql("create table silver.actor__old using hudi tblproperties (type = 'cow', primaryKey = 'actor_id', "
+              "preCombineField = '_cdc_order') as select actor_id, first_name, last_update, _cdc_op, _cdc_order, "
+              "_cdc_source_ts, _cdc_commit_time from silver.actor")
+    spark.sql("drop table silver.actor purge")
+    spark.sql("alter table silver.actor__old rename to silver.actor")
+    spark.sql(f"alter table silver.actor set tblproperties ('cdc.watermark' = '{watermark}')")
+
+    batches.append(changes.write_batch(1, tmp_path / "batch-1"))
+    changes.write_batch(1, landing)
+    ingest(spark, IngestConfig(input_uri=str(landing), bronze_schema=SCHEMA))
+    result = dbt("run", "--select", "actor", "--vars", VARS)
+    assert result.results[0].message == "full refresh"  # rebuilt, not merged
+    expected = oracle.expected_current_state_from_batches(batches, "actor")
+    assert [r["last_name"] for r in expected] == ["ROE", None, "DOE"]  # 3 untouched keeps its value
+    assert silver_rows(spark, "actor", COLUMNS, ["actor_id"]) == expected
+
+    again = dbt("run", "--select", "actor", "--vars", VARS)
+    assert again.results[0].message != "full refresh"  # the table now matches its YAML: merged
+    assert silver_rows(spark, "actor", COLUMNS, ["actor_id"]) == expected
