@@ -22,7 +22,7 @@ TEST_PORTS = {
 CONNECTORS = ("pagila-envelope", "movies-envelope")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # stopped after the end-to-end tests, not at the end of the run
 def cdc_stack(run_dir: Path):
     import stack
 
