@@ -76,7 +76,8 @@ class Kafka(JvmService):
         cluster_id = cluster_id_file.read_text().strip()
         self.tool(
             "kafka.tools.StorageTool",
-            ["format", "-t", cluster_id, "-c", str(self.props), "--ignore-formatted"],
+            # `--cluster-id=<id>`: an id may start with '-', which argparse would take for an option
+            ["format", f"--cluster-id={cluster_id}", "-c", str(self.props), "--ignore-formatted"],
             "kafka-storage format",
         )
 
