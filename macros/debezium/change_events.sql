@@ -14,8 +14,16 @@
       _cdc_topic, _cdc_partition, _cdc_offset, _cdc_source_file, _cdc_source_line
                        where the event came from, for rejected events
     Events superseded by a truncate or a complete snapshot (`resets`, from cdc_resets)
-    are left out, and so are truncate events themselves: they carry no row. -#}
-{% macro cdc_change_events(change_log, resets) %}
+    are left out, and so are truncate events themselves: they carry no row. With
+    truncated='keep' (history tables) events before a truncate stay: the truncate
+    closes their versions instead of erasing them (see cdc_versions). -#}
+{% macro cdc_change_events(change_log, resets, truncated='drop') %}
+    {%- if truncated not in ['drop', 'keep'] -%}
+        {{ exceptions.raise_compiler_error(
+            "cdc_change_events: truncated is '" ~ truncated ~ "'. Use 'drop' (current-state tables) or "
+            ~ "'keep' (history tables).") }}
+    {%- endif -%}
+    {%- set superseding = 'resets' if truncated == 'drop' else cdc_snapshot_resets('resets') -%}
     {#- derived columns are not in the event: the model computes them afterwards -#}
     {%- set columns = cdc_model_columns() | rejectattr('derived') | list -%}
     {%- set primary_key = cdc_primary_key() %}
@@ -75,7 +83,7 @@
             from {{ change_log }}
             cross join {{ resets }} as resets
             where (_op is null or _op != 't')
-                and not {{ cdc_is_superseded(cdc_ordering_key(), 'resets') }}
+                and not {{ cdc_is_superseded(cdc_ordering_key(), superseding) }}
         ) as events_with_values
     ) as decoded_events
 {% endmacro %}

@@ -64,3 +64,14 @@
             false
         ))
 {%- endmacro %}
+
+
+{#- The resets of relation alias `resets` without its truncate: what only a complete
+    snapshot supersedes (history tables keep the events before a truncate). -#}
+{% macro cdc_snapshot_resets(resets) -%}
+    named_struct(
+        '_cdc_truncated_before', cast(null as string),
+        '_cdc_snapshot_position', {{ resets }}._cdc_snapshot_position,
+        '_cdc_snapshot_offsets', {{ resets }}._cdc_snapshot_offsets
+    )
+{%- endmacro %}

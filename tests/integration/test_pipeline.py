@@ -1,8 +1,8 @@
 """The whole pipeline on real Spark and Hudi: the sample change streams (14 Pagila
 tables and the MariaDB movies table) are ingested batch by batch, `dbt build` runs after
 each batch, and every silver table is compared row by row with the current state the
-oracle computes from the raw files, and the gold tables with the same joins computed in
-Python. Then a --full-refresh build must give the same tables, and a build with no new
+oracle computes from the raw files (the history tables with the versions it computes),
+and the gold tables with the same joins computed in Python. Then a --full-refresh build must give the same tables, and a build with no new
 input must change nothing. The decode macros are also checked on encodings the sample
 does not contain (tstzrange, ZonedTimestamp, infinity bounds, ...)."""
 
@@ -18,22 +18,30 @@ import pytest
 
 from ingestion.pipeline import IngestConfig, run as ingest
 from tests.support import oracle
-from tests.support.lakehouse import dbt, silver_rows
+from tests.support.lakehouse import dbt, history_rows, silver_rows
 from tests.support.paths import require_pagila
 from tools.sample_data import DEFAULT_SEED, generate
 
 BATCHES = (1, 2, 3)
 META_COLUMNS = ["_cdc_op", "_cdc_order", "_cdc_source_ts", "_cdc_commit_time"]
+HISTORY = ["actor", "movies"]  # tables with a history model, `<table>_history`
+HISTORY_META = ["_cdc_valid_from", "_cdc_valid_to", "_cdc_is_current", "_cdc_op", "_cdc_order", "_cdc_valid_to_order",
+                "_cdc_commit_time"]
 
 pytestmark = pytest.mark.integration
 
 
 def snapshot_silver(spark) -> dict[str, list[dict]]:
     """Every silver table with its CDC metadata columns, to compare builds exactly."""
-    return {
+    tables = {
         table: silver_rows(spark, table, list(spec["columns"]) + META_COLUMNS, spec["primary_key"])
         for table, spec in oracle.TABLES.items()
     }
+    for table in HISTORY:
+        spec = oracle.TABLES[table]
+        tables[f"{table}_history"] = silver_rows(spark, f"{table}_history", list(spec["columns"]) + HISTORY_META,
+                                                 spec["primary_key"] + ["_cdc_order"])
+    return tables
 
 
 def assert_silver_matches_oracle(spark, batch_dirs: list[Path]) -> None:
@@ -43,6 +51,13 @@ def assert_silver_matches_oracle(spark, batch_dirs: list[Path]) -> None:
         assert len(actual) == len(expected), f"silver.{table}: {len(actual)} rows, expected {len(expected)}"
         for got, want in zip(actual, expected):
             assert got == want, f"silver.{table} differs from the oracle:\n got  {got}\n want {want}"
+    for table in HISTORY:
+        spec = oracle.TABLES[table]
+        expected = oracle.expected_history(oracle.files_in(batch_dirs, table), table)
+        actual = history_rows(spark, f"silver.{table}_history", list(spec["columns"]), spec["primary_key"])
+        assert len(actual) == len(expected), f"silver.{table}_history: {len(actual)} rows, expected {len(expected)}"
+        for got, want in zip(actual, expected):
+            assert got == want, f"silver.{table}_history differs from the oracle:\n got  {got}\n want {want}"
 
 
 def expected_address_locations(batch_dirs: list[Path]) -> list[dict]:
@@ -133,13 +148,13 @@ def test_batches_incremental_full_refresh_and_rerun(spark, sample: Path, run_dir
 
     # No new input: ingestion lands nothing, the build commits nothing to silver.
     commits_before = {t: spark.sql(f"call show_commits(table => 'silver.{t}', limit => 100)").count()
-                      for t in oracle.TABLES}
+                      for t in [*oracle.TABLES, *(f"{h}_history" for h in HISTORY)]}
     summary = ingest(spark, IngestConfig(input_uri=str(landing), bronze_schema="bronze"))
     assert summary.tables == [] and summary.files_skipped > 0
     dbt("build")
     assert snapshot_silver(spark) == incremental
     commits_after = {t: spark.sql(f"call show_commits(table => 'silver.{t}', limit => 100)").count()
-                     for t in oracle.TABLES}
+                     for t in [*oracle.TABLES, *(f"{h}_history" for h in HISTORY)]}
     assert commits_after == commits_before, "a build with no new bronze commits wrote to silver"
 
 

@@ -2,7 +2,8 @@
 added upstream, then to the YAML), so the next build rebuilds the table from all of
 bronze instead of merging: every row gets the column's value, as a full refresh gives;
 a dropped upstream column is null from its drop on; nothing is lost. The following
-build, with nothing new, merges again."""
+build, with nothing new, merges again. A declared type not every stored value converts
+to stops that table with an error, and only that table."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ import json
 from pathlib import Path
 
 import pytest
+from dbt.cli.main import dbtRunner
 
 from ingestion.pipeline import IngestConfig, run as ingest
 from tests.property.streams import ACTOR, EPOCH_MS, SinkFile, Stream, _Position, _record, _wrap
 from tests.support import oracle
 from tests.support.lakehouse import dbt, drop_schemas, drop_tables, silver_rows
+from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.integration
 
@@ -45,7 +48,8 @@ def stream() -> Stream:
 def cleanup(spark):
     yield
     drop_schemas(spark, [SCHEMA])
-    drop_tables(spark, [("silver", "actor" + s) for s in ("", "__cdc_tombstones", "__cdc_rejected", "__old")])
+    drop_tables(spark, [("silver", model + s) for model in ("actor", "actor_history")
+                        for s in ("", "__cdc_tombstones", "__cdc_rejected", "__old")])
 
 
 def test_a_declared_column_the_table_lacks_rebuilds_it(spark, tmp_path: Path, cleanup):
@@ -77,3 +81,40 @@ def test_a_declared_column_the_table_lacks_rebuilds_it(spark, tmp_path: Path, cl
     again = dbt("run", "--select", "actor", "--vars", VARS)
     assert again.results[0].message != "full refresh"  # the table now matches its YAML: merged
     assert silver_rows(spark, "actor", COLUMNS, ["actor_id"]) == expected
+
+
+def test_an_unsafe_type_change_stops_that_table_only(spark, tmp_path: Path, cleanup):
+    """The YAML declares last_update a timestamp, but the stored table holds it as a
+    string (what a table built before an upstream text -> timestamp change holds): not
+    every string converts, so the build of actor stops with an error naming the table,
+    the column and both types, while actor_history (same source) is built. A deliberate
+    --full-refresh then rebuilds actor."""
+    changes = stream()
+    landing = tmp_path / "topics"
+    batches = [changes.write_batch(0, tmp_path / "batch-0")]
+    changes.write_batch(0, landing)
+    ingest(spark, IngestConfig(input_uri=str(landing), bronze_schema=SCHEMA))
+    dbt("run", "--select", "actor", "--vars", VARS)
+    spark.sql("create table silver.actor__old using hudi tblproperties (type = 'cow', primaryKey = 'actor_id', "
+              "preCombineField = '_cdc_order') as select actor_id, first_name, last_name, "
+              "cast(last_update as string) as last_update, _cdc_op, _cdc_order, _cdc_source_ts, _cdc_commit_time "
+              "from silver.actor")
+    before = silver_rows(spark, "actor__old", COLUMNS, ["actor_id"])
+    spark.sql("drop table silver.actor purge")
+    spark.sql("alter table silver.actor__old rename to silver.actor")
+
+    result = dbtRunner().invoke(["run", "--select", "actor", "actor_history", "--vars", VARS,
+                                 "--project-dir", str(ROOT), "--profiles-dir", str(ROOT / "profiles")])
+    assert not result.success
+    outcome = {r.node.name: (str(r.status), r.message or "") for r in result.result.results}
+    assert outcome["actor_history"][0] == "success", outcome
+    status, message = outcome["actor"]
+    assert status == "error", outcome
+    for part in ("silver.actor", "last_update", "is string", "declares timestamp",
+                 "dbt build --full-refresh --select actor"):
+        assert part in message, f"{part!r} not in the error: {message}"
+    assert silver_rows(spark, "actor", COLUMNS, ["actor_id"]) == before  # untouched
+
+    dbt("run", "--select", "actor", "--full-refresh", "--vars", VARS)
+    assert silver_rows(spark, "actor", COLUMNS, ["actor_id"]) == oracle.expected_current_state_from_batches(
+        batches, "actor")

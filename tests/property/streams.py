@@ -37,16 +37,18 @@ class Source:
     primary_key: str
     postgres: bool  # else MariaDB
     soft_deletes_model: str | None = None  # a second model of the table, cdc_deletes='soft'
+    history_model: str | None = None  # its SCD type 2 history (materialized cdc_history)
 
     def models(self) -> list[tuple[str, str]]:
-        """(silver model, delete mode) of every model built from this source."""
+        """(silver model, kind: hard / soft deletes or history) of every model built from this source."""
         soft = [(self.soft_deletes_model, "soft")] if self.soft_deletes_model else []
-        return [(self.table, "hard"), *soft]
+        history = [(self.history_model, "history")] if self.history_model else []
+        return [(self.table, "hard"), *soft, *history]
 
 
-ACTOR = Source("actor", "pagila.public.actor", "actor_id", postgres=True)
+ACTOR = Source("actor", "pagila.public.actor", "actor_id", postgres=True, history_model="actor_history")
 MOVIES = Source("movies", "mariadb.movies_db.movies", "movie_id", postgres=False,
-                soft_deletes_model="movies_including_deleted")
+                soft_deletes_model="movies_including_deleted", history_model="movies_history")
 SOURCES = [ACTOR, MOVIES]
 
 
@@ -404,3 +406,32 @@ def soft_deleted_values_arrive_late() -> Stream:
     add("c", None, row(2, "DANA"))            # 5
     batches = [[SinkFile(0, 2, lines[2:6])], [SinkFile(0, 0, lines[0:2])]]
     return Stream(MOVIES, "envelope", False, 1, batches, transactions=6, changes=6, late_files=1)
+
+
+def history_versions_split_and_merged() -> Stream:
+    """A fixed stream for history tables: batch 1 gives key 1 the versions ANNA, BOB and
+    key 2 CHEN, DANA. Batch 2 brings late updates: key 1's BOB at an older position
+    (BOB now starts there: the stored BOB version is retired and ANNA ends earlier), key
+    2's EVE between CHEN and DANA (a version is split in), then key 1's delete (ends
+    BOB) and a redelivered copy of DANA (no new version)."""
+    pos = _Position(postgres=True)
+    lines = []
+
+    def add(op: str, before, after) -> None:
+        pos.next_statement(64)
+        t = EPOCH_MS + len(lines)
+        lines.append(_wrap(_record(ACTOR, "envelope", op, before, after, pos.fields(), t, len(lines), "false"), False))
+
+    def row(key: int, name: str) -> dict:
+        return {"actor_id": key, "first_name": name, "last_name": None, "last_update": EPOCH_MS * 1000}
+
+    add("c", None, row(1, "ANNA"))    # offset 0
+    add("u", None, row(1, "BOB"))     # 1: late
+    add("u", None, row(1, "BOB"))     # 2
+    add("c", None, row(2, "CHEN"))    # 3
+    add("u", None, row(2, "EVE"))     # 4: late
+    add("u", None, row(2, "DANA"))    # 5: redelivered at 7
+    add("d", {"actor_id": 1, "first_name": None, "last_name": None, "last_update": None}, None)  # 6
+    batches = [[SinkFile(0, 0, lines[0:1]), SinkFile(0, 2, lines[2:4]), SinkFile(0, 5, lines[5:6])],
+               [SinkFile(0, 1, lines[1:2]), SinkFile(0, 4, lines[4:5]), SinkFile(0, 6, lines[6:7] + lines[5:6])]]
+    return Stream(ACTOR, "envelope", False, 1, batches, transactions=7, changes=7, duplicates=1, late_files=2)

@@ -28,6 +28,32 @@ def silver_rows(spark, table: str, columns: Sequence[str], order_by: Sequence[st
     return [row.asDict(recursive=True) for row in spark.sql(f"select {select} from silver.`{table}`{order}").collect()]
 
 
+def history_rows(spark, relation: str, columns: Sequence[str], key: Sequence[str]) -> list[dict]:
+    """The versions of a history table (or of a query: `relation` is put after FROM) in
+    the oracle's terms (oracle.expected_history): `columns`, start and end as (partition,
+    offset) of their records, source times as epoch ms, `_cdc_is_current`."""
+    select = ", ".join(f"`{c}`" for c in columns)
+    order = ", ".join(f"`{c}`" for c in key)
+    rows = spark.sql(f"""
+        select {select},
+            named_struct('p', cast(split(_cdc_order, '[|]')[4] as int),
+                         'o', cast(split(_cdc_order, '[|]')[5] as bigint)) as _cdc_start,
+            named_struct('p', cast(split(_cdc_valid_to_order, '[|]')[4] as int),
+                         'o', cast(split(_cdc_valid_to_order, '[|]')[5] as bigint)) as _cdc_end,
+            unix_millis(_cdc_valid_from) as _cdc_valid_from_ms,
+            unix_millis(_cdc_valid_to) as _cdc_valid_to_ms,
+            _cdc_is_current
+        from {relation}
+        order by {order}, _cdc_order""").collect()
+    out = []
+    for row in rows:
+        row = row.asDict(recursive=True)
+        row["_cdc_start"] = (row["_cdc_start"]["p"], row["_cdc_start"]["o"])
+        row["_cdc_end"] = None if row["_cdc_end"]["p"] is None else (row["_cdc_end"]["p"], row["_cdc_end"]["o"])
+        out.append(row)
+    return out
+
+
 def _warehouse(spark) -> Path:
     return Path(spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:"))
 

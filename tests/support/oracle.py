@@ -312,21 +312,21 @@ def _log_position(position: tuple) -> tuple:
     return position[:2] if len(position) == 3 else position
 
 
-def superseded_by_resets(records: list[dict]):
+def superseded_by_resets(records: list[dict], truncates: bool = True):
     """A predicate on (position, partition, offset): is the event removed by the newest
-    truncate or by the newest complete snapshot among `records`?"""
-    truncates, snapshot_ends, snapshot_records = [], [], []
+    truncate (unless `truncates` is false) or by the newest complete snapshot among `records`?"""
+    truncate_orders, snapshot_ends, snapshot_records = [], [], []
     for rec in records:
         op, snapshot = _op_and_snapshot(rec["value"])
         if op == "t":
-            truncates.append((_position(rec["value"]["source"]), rec["partition"], rec["offset"]))
+            truncate_orders.append((_position(rec["value"]["source"]), rec["partition"], rec["offset"]))
         elif op == "r":
             position, _, _ = to_event(rec["value"])
             if snapshot in ("last", "last_in_data_collection"):
                 snapshot_ends.append(_log_position(position))
             if snapshot not in (None, "false", "incremental"):
                 snapshot_records.append((_log_position(position), rec["partition"], rec["offset"]))
-    truncated_before = max(truncates, default=None)
+    truncated_before = max(truncate_orders, default=None) if truncates else None
     snapshot_at = max(snapshot_ends, default=None)
     last_offsets: dict[int, int] = {}
     for position, partition, offset in snapshot_records:
@@ -384,6 +384,72 @@ def expected_current_state(files, table: str, deletes: str = "hard") -> list[dic
         for c, expression in derived.items():
             live[c] = expression(live)
         result.append({c: live[c] for c in cols} | ({"_cdc_is_deleted": deleted} if deletes == "soft" else {}))
+    return result
+
+
+def _source_ts_ms(value: dict) -> int | None:
+    if "op" in value and "source" in value:
+        return (value["source"] or {}).get("ts_ms")
+    return value.get("__source_ts_ms")
+
+
+def expected_history(files, table: str) -> list[dict]:
+    """Every version of every key (SCD type 2), sorted by key and start, computed
+    independently of the SQL: walk each key's events in source order; a live event whose
+    values differ from the open version's (or with no open version) starts a version;
+    a delete, a truncate or the next version ends it. Events a truncate supersedes stay
+    (the truncate ends their versions); a complete snapshot's rule applies as in silver.
+
+    Each version: the table's columns, `_cdc_start` / `_cdc_end` as (partition, offset)
+    of the starting / ending record (end None while current), `_cdc_valid_from_ms` /
+    `_cdc_valid_to_ms` (source ts_ms) and `_cdc_is_current`."""
+    spec = TABLES[table]
+    cols, pk = spec["columns"], spec["primary_key"]
+    if spec.get("derived"):
+        raise ValueError(f"{table}: history of derived columns is not modelled here")
+    records = [rec for rec in read_records(files) if rec["topic"] == spec["topic"]]
+    superseded = superseded_by_resets(records, truncates=False)
+    truncates, events = [], {}
+    for rec in records:
+        value = rec["value"]
+        op = _op_and_snapshot(value)[0]
+        position = _position(value["source"]) if op == "t" else to_event(value)[0]
+        order = (position, rec["partition"], rec["offset"])
+        if superseded(order):
+            continue
+        if op == "t":
+            truncates.append((order, None, True, _source_ts_ms(value)))
+            continue
+        _, row, deleted = to_event(value)
+        key = tuple(decode(cols[c], row[c]) for c in pk)
+        events.setdefault(key, []).append((order, row, deleted, _source_ts_ms(value)))
+    result = []
+    for key in sorted(events):
+        known: dict[str, object] = {}
+        versions: list[dict] = []
+        current: dict | None = None
+        for order, row, deleted, ts_ms in sorted(events[key] + truncates, key=lambda e: e[0]):
+            where = (order[1], order[2])
+            if deleted:
+                if current is not None:
+                    current.update(_cdc_end=where, _cdc_valid_to_ms=ts_ms, _cdc_is_current=False)
+                current = None
+                continue
+            values = {}
+            for c, t in cols.items():
+                raw = row.get(c)
+                if not is_unavailable(t, raw):
+                    known[c] = decode(t, raw)
+                values[c] = known.get(c)
+            values.update(zip(pk, key))
+            if current is not None and all(current[c] == values[c] for c in cols):
+                continue  # same values: a replay or an unchanged re-snapshot
+            if current is not None:
+                current.update(_cdc_end=where, _cdc_valid_to_ms=ts_ms, _cdc_is_current=False)
+            current = {**values, "_cdc_start": where, "_cdc_end": None, "_cdc_valid_from_ms": ts_ms,
+                       "_cdc_valid_to_ms": None, "_cdc_is_current": True}
+            versions.append(current)
+        result.extend(versions)
     return result
 
 

@@ -9,7 +9,7 @@
     {%- if rows | length != 1 -%}
         {{ exceptions.raise_compiler_error(
             "Model " ~ model.name ~ ": its SQL must end with cdc_latest_per_key(change_events, resets), which "
-            ~ "yields exactly one `_cdc_row = 'reset'` row (got " ~ rows | length ~ ").") }}
+            ~ "or cdc_versions(...), which yield exactly one `_cdc_row = 'reset'` row (got " ~ rows | length ~ ").") }}
     {%- endif -%}
     {{ return({
         '_cdc_truncated_before': rows[0][0],

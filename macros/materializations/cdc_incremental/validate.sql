@@ -50,9 +50,11 @@
     into, or none:
       - its first build stopped after creating silver but before its tombstones and
         watermark (a crash);
-      - the model's YAML declares a column the table lacks, or another data_type (a
+      - the model's YAML declares a column the table lacks, or a wider data_type (a
         column added upstream and then to the YAML, a widened type): merging would
         leave rows the merge does not touch without it, unlike a full refresh.
+    A data_type every stored value does not convert to safely (string -> int, bigint
+    -> int) stops the model with an error naming the table, column and both types.
     Read both when compiling (cdc_read_watermark: the window is then all of bronze)
     and by the materialization, so they agree. -#}
 {% macro cdc_rebuild_reason(relation) %}
@@ -69,8 +71,18 @@
         {%- if column.name | lower not in stored -%}
             {{ return("the model declares column " ~ column.name ~ ", which the table lacks") }}
         {%- elif stored[column.name | lower] != column.data_type -%}
+            {%- set stored_type = stored[column.name | lower] -%}
+            {%- if not cdc_is_widening(stored_type, column.data_type) -%}
+                {{ exceptions.raise_compiler_error(
+                    "Model " ~ model.name ~ ": table " ~ relation ~ " column " ~ column.name ~ " is " ~ stored_type
+                    ~ " but the model's YAML declares " ~ column.data_type ~ ", which not every stored value "
+                    ~ "converts to safely. Other tables are built as usual. If the source column really changed "
+                    ~ "type, rebuild this table from bronze on purpose (events that do not decode are rejected "
+                    ~ "into " ~ relation.identifier ~ "__cdc_rejected): dbt build --full-refresh --select "
+                    ~ model.name ~ "; otherwise restore its data_type " ~ stored_type ~ " in the YAML.") }}
+            {%- endif -%}
             {{ return("the model declares " ~ column.name ~ " " ~ column.data_type ~ ", the table has "
-                ~ stored[column.name | lower]) }}
+                ~ stored_type) }}
         {%- endif -%}
     {%- endfor -%}
     {{ return(none) }}
@@ -93,4 +105,30 @@
         "Model " ~ model.name ~ ": " ~ existing_relation ~ " exists but its tombstone table "
         ~ tombstone_relation ~ " does not (a table not built by cdc_incremental, or one whose tombstones were "
         ~ "dropped). Rebuild it: dbt build --full-refresh --select " ~ model.name) }}
+{% endmacro %}
+
+
+{#- True when every value of Spark type `stored` converts to `declared` without loss:
+    integers to wider integers, decimals or doubles that hold them, float to double,
+    decimal(p,s) to one with as many integer and fraction digits, date to timestamp,
+    anything to string (types lower-cased, without spaces). -#}
+{% macro cdc_is_widening(stored, declared) %}
+    {%- set integer_digits = {'tinyint': 3, 'smallint': 5, 'int': 10, 'bigint': 19} -%}
+    {%- set decimal = modules.re.match('^decimal[(]([0-9]+),([0-9]+)[)]$', declared) -%}
+    {%- set stored_decimal = modules.re.match('^decimal[(]([0-9]+),([0-9]+)[)]$', stored) -%}
+    {%- if declared == 'string' or (stored == 'float' and declared == 'double')
+            or (stored == 'date' and declared == 'timestamp') -%}
+        {{ return(true) }}
+    {%- elif stored in integer_digits and declared in integer_digits -%}
+        {{ return(integer_digits[declared] >= integer_digits[stored]) }}
+    {%- elif stored in integer_digits and declared == 'double' -%}
+        {{ return(stored != 'bigint') }}
+    {%- elif stored in integer_digits and decimal -%}
+        {{ return(decimal.group(1) | int - decimal.group(2) | int >= integer_digits[stored]) }}
+    {%- elif stored_decimal and decimal -%}
+        {{ return(decimal.group(2) | int >= stored_decimal.group(2) | int
+            and decimal.group(1) | int - decimal.group(2) | int
+                >= stored_decimal.group(1) | int - stored_decimal.group(2) | int) }}
+    {%- endif -%}
+    {{ return(false) }}
 {% endmacro %}

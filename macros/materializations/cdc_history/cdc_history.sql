@@ -1,0 +1,137 @@
+{#- Silver history tables (SCD type 2) from a bronze change log, on Hudi: one row per
+    version of a key, keyed by the primary key and the version's first event
+    (`_cdc_order`), with `_cdc_valid_from` / `_cdc_valid_to` / `_cdc_is_current`.
+
+    The model's SQL (cdc_versions) yields every version of the keys that have events in
+    bronze commits newer than the table's watermark, recomputed from all their events.
+    This materialization applies it:
+      first build / --full-refresh / a new truncate or complete snapshot
+                      -> rebuild from all of bronze
+      otherwise       -> merge: versions that are new or changed (a later event closed
+                         them, a late event split them) are upserted, versions of those
+                         keys the recomputation no longer has (a late event merged them
+                         into an earlier one) are deleted; one Hudi commit
+    then keeps rejected events in `<model>__cdc_rejected` and records the resets and the
+    watermark on the table, like cdc_incremental. -#}
+{% materialization cdc_history, adapter='spark' %}
+    {%- set primary_key = cdc_validate_config() -%}
+    {%- set record_key = primary_key + ['_cdc_order'] -%}
+    {%- set target_relation = this.incorporate(type='table') -%}
+    {%- set existing_relation = load_relation(this) -%}
+    {%- set state = namespace(full_refresh=existing_relation is none or should_full_refresh()) -%}
+    {%- if not state.full_refresh -%}
+        {%- set reason = cdc_rebuild_reason(existing_relation) -%}
+        {%- if reason is not none -%}
+            {{ log("WARNING " ~ model.name ~ ": rebuilding " ~ existing_relation ~ " from all of bronze: " ~ reason
+                ~ ".", info=true) }}
+            {%- set state.full_refresh = true -%}
+        {%- endif -%}
+    {%- endif -%}
+
+    {{ run_hooks(pre_hooks) }}
+
+    {%- set batch = cdc_create_work_table(target_relation, 'batch', sql) -%}
+    {%- set resets = cdc_batch_resets(batch) -%}
+    {#- a new truncate or complete snapshot changes which events count: the window was
+        all of bronze (cdc_history_window), rebuild -#}
+    {%- if not state.full_refresh
+            and tojson(resets, sort_keys=true) != cdc_table_property(target_relation, 'cdc.resets') -%}
+        {%- set state.full_refresh = true -%}
+    {%- endif -%}
+    {%- if state.full_refresh -%}
+        {%- set result = cdc_history_full_refresh(target_relation, batch, record_key) -%}
+    {%- else -%}
+        {%- set result = cdc_history_merge(target_relation, batch, primary_key) -%}
+    {%- endif -%}
+    {%- do cdc_record_rejected(target_relation, batch, primary_key, state.full_refresh) -%}
+    {%- do cdc_write_resets(target_relation, resets) -%}
+    {%- do cdc_write_watermark(target_relation, batch) -%}
+    {%- do cdc_drop_work_table(batch) -%}
+
+    {%- call noop_statement('main', result, 'OK') -%}{%- endcall -%}
+
+    {{ run_hooks(post_hooks) }}
+    {%- do persist_docs(target_relation, model) -%}
+    {{ return({'relations': [target_relation]}) }}
+{% endmaterialization %}
+
+
+{#- Columns of a history table: the model's row columns, then the version's validity
+    and the CDC metadata of its first event. -#}
+{% macro cdc_history_columns() %}
+    {{ return(cdc_model_columns() | map(attribute='name') | list + ['_cdc_valid_from', '_cdc_valid_to',
+        '_cdc_is_current', '_cdc_op', '_cdc_order', '_cdc_valid_to_order', '_cdc_commit_time']) }}
+{% endmacro %}
+
+
+{% macro cdc_history_full_refresh(target_relation, batch, record_key) %}
+    {%- set columns = cdc_history_columns() -%}
+    {%- call statement('cdc_drop_history') -%}
+        drop table if exists {{ target_relation }} purge
+    {%- endcall -%}
+    {%- set history_sql -%}
+        select `{{ columns | join('`, `') }}`
+        from {{ batch }}
+        where _cdc_row = 'version'
+    {%- endset -%}
+    {%- do cdc_create_hudi_table_as(target_relation, record_key, history_sql, batch) -%}
+    {{ return('full refresh') }}
+{% endmacro %}
+
+
+{% macro cdc_history_merge(target_relation, batch, primary_key) %}
+    {%- set columns = cdc_history_columns() -%}
+    {%- set version_key = cdc_key_join('version', 'stored', primary_key) ~ ' and version._cdc_order = stored._cdc_order' -%}
+    {%- set actions_sql -%}
+        select
+            {%- for name in columns %}
+            version.`{{ name }}`,
+            {%- endfor %}
+            'upsert' as _cdc_action
+        from {{ batch }} as version
+        left join {{ target_relation }} as stored
+            on {{ version_key }}
+        where version._cdc_row = 'version'
+            and not (
+                struct(version.`{{ columns | join('`, version.`') }}`)
+                <=> struct(stored.`{{ columns | join('`, stored.`') }}`)
+            )
+
+        union all
+
+        -- versions of a recomputed key that no longer exist
+        select
+            {%- for name in columns %}
+            stored.`{{ name }}`,
+            {%- endfor %}
+            'delete' as _cdc_action
+        from {{ target_relation }} as stored
+        left semi join (select * from {{ batch }} where _cdc_row = 'version') as recomputed
+            on {{ cdc_key_join('recomputed', 'stored', primary_key) }}
+        left anti join (select * from {{ batch }} where _cdc_row = 'version') as version
+            on {{ version_key }}
+    {%- endset -%}
+    {%- set actions = cdc_create_work_table(target_relation, 'actions', actions_sql) -%}
+    {%- set counts = {'upsert': 0, 'delete': 0} -%}
+    {%- for row in run_query('select _cdc_action, count(*) from ' ~ actions ~ ' group by 1') -%}
+        {%- do counts.update({row[0]: row[1]}) -%}
+    {%- endfor -%}
+
+    {%- if counts['upsert'] + counts['delete'] > 0 -%}
+        {%- call statement('cdc_merge_history') -%}
+            merge into {{ target_relation }} as stored
+            using {{ actions }} as version
+            on {{ cdc_key_join('stored', 'version', primary_key) }} and stored._cdc_order = version._cdc_order
+            when matched and version._cdc_action = 'delete' then delete
+            when matched and version._cdc_action = 'upsert' then update set
+                {%- for name in columns %}
+                `{{ name }}` = version.`{{ name }}`{{ "," if not loop.last }}
+                {%- endfor %}
+            when not matched and version._cdc_action = 'upsert' then insert
+                (`{{ columns | join('`, `') }}`)
+                values (version.`{{ columns | join('`, version.`') }}`)
+        {%- endcall -%}
+    {%- endif -%}
+    {%- do cdc_drop_work_table(actions) -%}
+    {{ return('versions=' ~ counts['upsert'] ~ ' retired=' ~ counts['delete']) }}
+{% endmacro %}
