@@ -67,3 +67,17 @@
     {%- endif -%}
     {{ return([key] if key is string else key) }}
 {% endmacro %}
+
+
+{#- `columns` (from cdc_model_columns) as select-list items of a row that carries only
+    the columns named in `keep` (e.g. the primary key; from `alias` when given) and typed
+    nulls for the others: the non-change rows of a batch. Ends with a comma. -#}
+{% macro cdc_columns_or_nulls(columns, keep=[], alias=none) -%}
+    {%- for column in columns %}
+    {%- if column.name in keep %}
+    {{ alias ~ '.' if alias }}`{{ column.name }}`,
+    {%- else %}
+    cast(null as {{ column.data_type }}) as `{{ column.name }}`,
+    {%- endif %}
+    {%- endfor %}
+{%- endmacro %}

@@ -57,13 +57,7 @@
     union all
 
     select
-        {%- for column in columns %}
-        {%- if column.name in primary_key %}
-        `{{ column.name }}`,
-        {%- else %}
-        cast(null as {{ column.data_type }}) as `{{ column.name }}`,
-        {%- endif %}
-        {%- endfor %}
+        {{- cdc_columns_or_nulls(columns, keep=primary_key) }}
         _cdc_op,
         _cdc_deleted,
         _cdc_order,
@@ -80,9 +74,7 @@
     union all
 
     select
-        {%- for column in columns %}
-        cast(null as {{ column.data_type }}) as `{{ column.name }}`,
-        {%- endfor %}
+        {{- cdc_columns_or_nulls(columns) }}
         cast(null as string) as _cdc_op,
         false as _cdc_deleted,
         cast(null as string) as _cdc_order,

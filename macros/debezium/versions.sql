@@ -88,9 +88,9 @@
                         select
                             {%- for column in columns %}
                             events.`{{ column.name }}`,
-                            {%- if column.toastable %}
+                            {%- endfor %}
+                            {%- for column in columns | selectattr('toastable') %}
                             events.`_cdc_unavailable__{{ column.name }}`,
-                            {%- endif %}
                             {%- endfor %}
                             events._cdc_op,
                             events._cdc_deleted,
@@ -106,15 +106,9 @@
 
                         -- a truncate ends every key's open version at its position
                         select
-                            {%- for column in columns %}
-                            {%- if column.name in primary_key %}
-                            touched.`{{ column.name }}`,
-                            {%- else %}
-                            cast(null as {{ column.data_type }}) as `{{ column.name }}`,
-                            {%- endif %}
-                            {%- if column.toastable %}
+                            {{- cdc_columns_or_nulls(columns, keep=primary_key, alias='touched') }}
+                            {%- for column in columns | selectattr('toastable') %}
                             true as `_cdc_unavailable__{{ column.name }}`,
-                            {%- endif %}
                             {%- endfor %}
                             truncates._op as _cdc_op,
                             true as _cdc_deleted,
@@ -143,13 +137,7 @@
     union all
 
     select
-        {%- for column in columns %}
-        {%- if column.name in primary_key %}
-        `{{ column.name }}`,
-        {%- else %}
-        cast(null as {{ column.data_type }}) as `{{ column.name }}`,
-        {%- endif %}
-        {%- endfor %}
+        {{- cdc_columns_or_nulls(columns, keep=primary_key) }}
         cast(null as timestamp) as _cdc_valid_from,
         cast(null as timestamp) as _cdc_valid_to,
         cast(null as boolean) as _cdc_is_current,
@@ -167,9 +155,7 @@
     union all
 
     select
-        {%- for column in columns %}
-        cast(null as {{ column.data_type }}) as `{{ column.name }}`,
-        {%- endfor %}
+        {{- cdc_columns_or_nulls(columns) }}
         cast(null as timestamp) as _cdc_valid_from,
         cast(null as timestamp) as _cdc_valid_to,
         cast(null as boolean) as _cdc_is_current,

@@ -43,10 +43,7 @@
     {%- else -%}
         {%- set result = cdc_history_merge(target_relation, batch, primary_key) -%}
     {%- endif -%}
-    {%- do cdc_record_rejected(target_relation, batch, primary_key, state.full_refresh) -%}
-    {%- do cdc_write_resets(target_relation, resets) -%}
-    {%- do cdc_write_watermark(target_relation, batch) -%}
-    {%- do cdc_drop_work_table(batch) -%}
+    {%- do cdc_finish_build(target_relation, batch, primary_key, state.full_refresh, resets) -%}
 
     {%- call noop_statement('main', result, 'OK') -%}{%- endcall -%}
 

@@ -41,10 +41,7 @@
         {%- endif -%}
         {%- set result = result ~ (' reset' if reset else '') -%}
     {%- endif -%}
-    {%- do cdc_record_rejected(target_relation, batch, primary_key, full_refresh) -%}
-    {%- do cdc_write_resets(target_relation, resets) -%}
-    {%- do cdc_write_watermark(target_relation, batch) -%}
-    {%- do cdc_drop_work_table(batch) -%}
+    {%- do cdc_finish_build(target_relation, batch, primary_key, full_refresh, resets) -%}
 
     {%- call noop_statement('main', result, 'OK') -%}{%- endcall -%}
 
@@ -52,6 +49,17 @@
     {%- do persist_docs(target_relation, model) -%}
     {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}
+
+
+{#- The last steps of a build (cdc_incremental, cdc_history) once its table is written:
+    keep the rejected events, record the resets and the watermark, drop the batch. The
+    watermark comes last: a build that stops before it reads its window again. -#}
+{% macro cdc_finish_build(target_relation, batch, primary_key, full_refresh, resets) %}
+    {%- do cdc_record_rejected(target_relation, batch, primary_key, full_refresh) -%}
+    {%- do cdc_write_resets(target_relation, resets) -%}
+    {%- do cdc_write_watermark(target_relation, batch) -%}
+    {%- do cdc_drop_work_table(batch) -%}
+{% endmacro %}
 
 
 {#- A parquet table `<model>__cdc_<suffix>` next to silver holding `sql`'s rows, written
