@@ -18,7 +18,7 @@ comma := ,
 export CDC_SPARK_JARS ?= $(subst $() ,$(comma),$(foreach j,$(SPARK_JARS),$(CURDIR)/$(JARS)/$(j).jar))
 export PYSPARK_PYTHON := $(CURDIR)/$(BIN)/python
 
-.PHONY: help setup demo test test-long test-unit test-integration lint clean sample
+.PHONY: help setup demo test test-long test-unit test-integration lint clean sample bench
 
 help:
 	@echo "make demo   set up if needed, build the sample lakehouse, print its tables"
@@ -54,10 +54,16 @@ demo: setup sample
 test: setup lint
 	$(BIN)/python -m pytest -q --durations=15
 
-# The property and crash tests with a large budget (more random change streams, more kills).
+# The property and crash tests with a large budget (more random change streams, more kills;
+# about 35 minutes on 2 cores; raise CDC_PROPERTY_EXAMPLES / CDC_CRASH_KILLS for more).
 test-long: setup
-	CDC_PROPERTY_EXAMPLES=$${CDC_PROPERTY_EXAMPLES:-40} CDC_CRASH_KILLS=$${CDC_CRASH_KILLS:-6} \
+	CDC_PROPERTY_EXAMPLES=$${CDC_PROPERTY_EXAMPLES:-16} CDC_CRASH_KILLS=$${CDC_CRASH_KILLS:-3} \
 		$(BIN)/python -m pytest -q tests/property tests/crash
+
+# The benchmark (not a test): every case at full scale, results and plots into
+# benchmarks/results/ (see benchmarks/README.md). BENCH_SCALE=small for a shorter run.
+bench: setup
+	$(BIN)/python -m benchmarks --scale $${BENCH_SCALE:-full}
 
 lint: setup
 	$(BIN)/sqlfluff lint models

@@ -13,7 +13,7 @@ and both an SCD type 2 history model (cdc_history), each checked the same two wa
 Budget: four fixed streams of the hardest cases (late events after a delete; a truncate
 and a connector reset; soft-deleted values landing late; late events splitting and
 merging history versions), then CDC_PROPERTY_EXAMPLES random streams (default 1, `make
-test-long` runs 40) from a fixed seed (CDC_PROPERTY_SEED). Shrinking is off: one example costs real Hudi commits,
+test-long` runs 16) from a fixed seed (CDC_PROPERTY_SEED). Shrinking is off: one example costs real Hudi commits,
 so a failure reports the stream as drawn, with its description.
 """
 

@@ -1,0 +1,1 @@
+"""Benchmarks: `make bench` (see benchmarks/README.md). Not tests."""

@@ -1,0 +1,51 @@
+"""python -m benchmarks [--scale smoke|small|full] [--work DIR] [--results DIR]
+
+Runs every case on one generated stream and writes results.csv, results.md and PNG plots
+(see benchmarks/README.md). `make bench` runs the full scale; `make test` a smoke run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from benchmarks import freshness, results
+from benchmarks.cases import PROJECT_DIR, SCALES, Bench, Result
+from benchmarks.measure import StepFailed
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scale", choices=sorted(SCALES), default="full")
+    ap.add_argument("--master", default="local[2]", help="Spark master of the measured runs (default local[2])")
+    ap.add_argument("--work", type=Path, default=None, help="scratch folder (default build/bench/<scale>)")
+    ap.add_argument("--results", type=Path, default=None,
+                    help="where results go (default benchmarks/results for full, else <work>/results)")
+    ap.add_argument("--freshness", action=argparse.BooleanOptionalAction, default=None,
+                    help="also measure commit-to-silver freshness with the real CDC stack (default: on at full scale)")
+    ap.add_argument("--freshness-every", type=float, default=5.0, help="the runner loop's pause between passes (s)")
+    args = ap.parse_args(argv)
+    scale = SCALES[args.scale]
+    work = (args.work or PROJECT_DIR / "build" / "bench" / scale.name).resolve()
+    out = args.results or (PROJECT_DIR / "benchmarks" / "results" if scale.name == "full" else work / "results")
+    bench = Bench(scale, work, args.master)
+    try:
+        measured = bench.run()
+        if args.freshness if args.freshness is not None else scale.name == "full":
+            fresh = freshness.measure(work / "freshness", every=args.freshness_every)
+            variant = f"PostgreSQL commit -> row in silver (runner --every {fresh.pass_interval:g})"
+            measured += [Result("freshness", variant, 0, 1, s, 0) for s in fresh.seconds]
+    except (StepFailed, freshness.FreshnessError) as exc:
+        print(f"benchmark failed: {exc}", file=sys.stderr)
+        return 1
+    checks = results.write(measured, scale, args.master, out)
+    print(f"\nwrote {out}/results.md, results.csv and plots")
+    for t in checks:
+        print(f"  {t.what}: {t.measured} (target {t.wanted}) {'' if t.met is None else ('met' if t.met else 'MISSED')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,206 @@
+"""The benchmark's cases, run in one pass over one generated stream (see benchmarks/README.md).
+
+Each step is a separate process (python -m ingestion, dbt, ...), timed from start to exit
+with its peak memory; what a step needs from earlier ones is on disk.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from benchmarks.generator import Layout, StreamConfig, write_segments
+from benchmarks.measure import Measured, run_step
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+BENCH_DBT = PROJECT_DIR / "benchmarks" / "dbt"
+SOURCES_YML = BENCH_DBT / "models" / "silver" / "_silver__sources.yml"
+PYTHON = sys.executable
+DBT = str(Path(sys.executable).with_name("dbt"))
+
+
+@dataclass(frozen=True)
+class Scale:
+    """Sizes of one benchmark run. `history` are the bronze sizes (events) at which a
+    batch of `batch` changes is applied; `small_batch` is the small-run case."""
+
+    name: str
+    keys: int
+    history: tuple[int, ...]
+    batch: int
+    small_batch: int
+    records_per_file: int
+    row_bytes: int = 200
+
+
+SCALES = {
+    # make test: every step once, on a stream small enough to finish in a few minutes
+    "smoke": Scale("smoke", keys=2_000, history=(6_000, 12_000), batch=1_000, small_batch=100, records_per_file=3_000),
+    "small": Scale("small", keys=100_000, history=(300_000, 1_000_000), batch=30_000, small_batch=1_000,
+                   records_per_file=100_000),
+    # make bench: the issue's sizes
+    "full": Scale("full", keys=1_000_000, history=(1_000_000, 3_000_000, 10_000_000), batch=100_000,
+                  small_batch=1_000, records_per_file=100_000),
+}
+
+
+@dataclass(frozen=True)
+class Result:
+    case: str  # ingestion | refresh | overhead
+    variant: str  # what ran, e.g. ours local[2], full recompute
+    history_rows: int  # bronze events before the step
+    events: int  # events the step processed (0: none new)
+    seconds: float
+    peak_jvm_mib: float
+
+    @property
+    def events_per_s(self) -> float:
+        return self.events / self.seconds if self.events else 0.0
+
+
+@dataclass
+class Plan:
+    """The stream cut into segments, in order: hist1, par1, batch1, hist2, batch2, ..., small."""
+
+    scale: Scale
+    segments: list[tuple[str, int]] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, scale: Scale) -> "Plan":
+        plan = cls(scale)
+        bronze = 0
+        for i, target in enumerate(scale.history, start=1):
+            extra = [("par1", scale.batch)] if i == 1 else []  # the local[1] merge batch
+            history = target - bronze - sum(n for _, n in extra)
+            if history < scale.batch:
+                raise ValueError(f"scale {scale.name}: history point {target} leaves only {history} new events before it")
+            plan.segments += [(f"hist{i}", history), *extra, (f"batch{i}", scale.batch)]
+            bronze = target + scale.batch
+        plan.segments.append(("small", scale.small_batch))
+        return plan
+
+    @property
+    def events(self) -> int:
+        return sum(n for _, n in self.segments)
+
+
+class Bench:
+    """Runs the steps; `results` collects what they measured."""
+
+    def __init__(self, scale: Scale, work: Path, master: str = "local[2]") -> None:
+        self.scale, self.work, self.master = scale, work, master
+        self.plan = Plan.of(scale)
+        self.streams = work / "streams"
+        self.logs = work / "logs"
+        self.results: list[Result] = []
+        self.manifest: dict = {}
+        self.bronze_events = 0  # events landed in the main lakehouse so far
+        self.on_step: Callable[[str, Measured], None] = lambda step, m: print(
+            f"{step:<32} {m.seconds:8.1f}s  peak JVM {m.peak_jvm_mib:7.0f} MiB", flush=True)
+
+    # --- plumbing -----------------------------------------------------------------
+    def lakehouse(self, name: str = "main") -> Path:
+        return self.work / "lakehouse" / name
+
+    def env(self, lakehouse: Path, master: str | None = None) -> dict[str, str]:
+        return {
+            "CDC_LAKEHOUSE_DIR": str(lakehouse),
+            "CDC_SPARK_MASTER": master or self.master,
+            "DBT_TARGET_PATH": str(self.work / "dbt-target"),
+            "DBT_LOG_PATH": str(self.work / "dbt-logs"),
+        }
+
+    def step(self, name: str, argv: list[str], lakehouse: Path, master: str | None = None) -> Measured:
+        measured = run_step(name, argv, self.logs, self.env(lakehouse, master), cwd=PROJECT_DIR)
+        self.on_step(name, measured)
+        return measured
+
+    def events_in(self, segment: str) -> int:
+        counts = self.manifest["counts"][segment]
+        return counts["c"] + counts["u"] + counts["d"]
+
+    def topics(self, segment: str) -> str:
+        return str(self.streams / segment / "topics")
+
+    def ingest(self, segment: str, lakehouse: Path, master: str | None = None, tag: str = "") -> Measured:
+        return self.step(f"ingest_{segment}{tag}", [
+            PYTHON, "-m", "ingestion", "--input", self.topics(segment), "--sources-yml", str(SOURCES_YML),
+        ], lakehouse, master)
+
+    def dbt(self, name: str, args: list[str], master: str | None = None) -> Measured:
+        return self.step(name, [DBT, *args, "--project-dir", str(BENCH_DBT)], self.lakehouse(), master)
+
+    # --- the run --------------------------------------------------------------------
+    def generate(self) -> None:
+        config = StreamConfig(events=self.plan.events, keys=self.scale.keys, row_bytes=self.scale.row_bytes)
+        layout = Layout(records_per_file=self.scale.records_per_file)
+        self.manifest = write_segments(config, layout, self.plan.segments, self.streams)
+
+    def run(self) -> list[Result]:
+        for name in ("lakehouse", "logs", "dbt-target"):
+            shutil.rmtree(self.work / name, ignore_errors=True)
+        self.generate()
+        self.ingestion_comparison()
+        self.refresh_as_history_grows()
+        return self.results
+
+    def record(self, case: str, variant: str, history: int, events: int, m: Measured) -> None:
+        self.results.append(Result(case, variant, history, events, round(m.seconds, 2), round(m.peak_jvm_mib)))
+
+    def ingestion_comparison(self) -> None:
+        """The first history segment into empty tables: ours on 2 and 1 cores, Hudi's own
+        writer, and the parse alone (the floor)."""
+        events = self.events_in("hist1")
+        m = self.step("parse_only_hist1", [PYTHON, "-m", "benchmarks.parse_only", "--input", self.topics("hist1")],
+                      self.lakehouse("parse"))
+        self.record("ingestion", "parse only (floor)", 0, events, m)
+        m = self.step("hudi_writer_hist1", [
+            PYTHON, "-m", "benchmarks.hudi_writer", "--input", self.topics("hist1"),
+            "--path", str(self.work / "lakehouse" / "hudi_writer" / "orders"),
+        ], self.lakehouse("hudi_writer"))
+        self.record("ingestion", "Hudi Spark writer (HoodieStreamer's path)", 0, events, m)
+        m = self.ingest("hist1", self.lakehouse("one_core"), master="local[1]", tag="_local1")
+        self.record("ingestion", "ours local[1]", 0, events, m)
+        shutil.rmtree(self.lakehouse("one_core"))
+        m = self.ingest("hist1", self.lakehouse())
+        self.record("ingestion", f"ours {self.master}", 0, events, m)
+        self.bronze_events = events
+
+    def land(self, segment: str) -> None:
+        m = self.ingest(segment, self.lakehouse())
+        self.record("ingestion", f"ours {self.master}", self.bronze_events, self.events_in(segment), m)
+        self.bronze_events += self.events_in(segment)
+
+    def refresh_as_history_grows(self) -> None:
+        m = self.dbt("silver_first_build", ["run", "--select", "orders"])
+        self.record("refresh", "ours first build", self.bronze_events, self.bronze_events, m)
+        self.land("par1")
+        m = self.dbt("merge_par1_local1", ["run", "--select", "orders"], master="local[1]")
+        self.record("refresh", "ours incremental local[1]", self.bronze_events - self.events_in("par1"),
+                    self.events_in("par1"), m)
+        for i in range(1, len(self.scale.history) + 1):
+            if i > 1:
+                self.land(f"hist{i}")
+                m = self.dbt(f"silver_catch_up_{i}", ["run", "--select", "orders"])
+            history = self.bronze_events
+            self.land(f"batch{i}")
+            batch = self.events_in(f"batch{i}")
+            m = self.dbt(f"merge_batch{i}", ["run", "--select", "orders"])
+            self.record("refresh", f"ours incremental {self.master}", history, batch, m)
+            m = self.dbt(f"full_recompute_{i}", ["run", "--select", "orders_full_recompute"])
+            self.record("refresh", "full recompute (reference)", history, self.bronze_events, m)
+            self.check(f"check_{i}", f"batch{i}")
+        history = self.bronze_events
+        m = self.dbt("no_new_data", ["run", "--select", "orders"])
+        self.record("overhead", "run with no new data", history, 0, m)
+        self.land("small")
+        m = self.dbt("merge_small", ["run", "--select", "orders"])
+        self.record("overhead", f"run with {self.events_in('small')} changes", history, self.events_in("small"), m)
+
+    def check(self, name: str, segment: str) -> None:
+        """Silver equals the full recompute, and has as many rows as the generator counted live keys."""
+        live = self.manifest["counts"][segment]["live_keys_after"]
+        self.dbt(name, ["test", "--vars", f"{{bench_live_keys: {live}}}"])
