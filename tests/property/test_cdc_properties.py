@@ -154,6 +154,7 @@ def test_incremental_equals_full_refresh_and_oracle(spark, run_dir: Path, full_r
     reset(spark, source)
     base = run_dir / "property" / uuid.uuid4().hex[:8]
     landing = base / "landing" / "topics"
+    landing.mkdir(parents=True)  # the sink's folder exists before its first file (a batch may land nothing)
     batch_dirs: list[Path] = []
     for batch in range(len(stream.batches)):
         # Each batch is also kept in its own folder for the oracle.
