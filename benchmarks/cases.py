@@ -34,11 +34,13 @@ class Scale:
     small_batch: int
     records_per_file: int
     row_bytes: int = 200
+    one_core: bool = True  # also run ingestion and a merge on local[1] (the parallelism case)
 
 
 SCALES = {
-    # make test: every step once, on a stream small enough to finish in a few minutes
-    "smoke": Scale("smoke", keys=2_000, history=(6_000, 12_000), batch=1_000, small_batch=100, records_per_file=3_000),
+    # make test: each kind of step once (no local[1] repeats), on a toy stream
+    "smoke": Scale("smoke", keys=2_000, history=(6_000,), batch=1_000, small_batch=100, records_per_file=3_000,
+                   one_core=False),
     "small": Scale("small", keys=100_000, history=(300_000, 1_000_000), batch=30_000, small_batch=1_000,
                    records_per_file=100_000),
     # make bench: the sizes
@@ -73,7 +75,7 @@ class Plan:
         plan = cls(scale)
         bronze = 0
         for i, target in enumerate(scale.history, start=1):
-            extra = [("par1", scale.batch)] if i == 1 else []  # the local[1] merge batch
+            extra = [("par1", scale.batch)] if i == 1 and scale.one_core else []  # the local[1] merge batch
             history = target - bronze - sum(n for _, n in extra)
             if history < scale.batch:
                 raise ValueError(f"scale {scale.name}: history point {target} leaves only {history} new events before it")
@@ -162,9 +164,10 @@ class Bench:
             "--path", str(self.work / "lakehouse" / "hudi_writer" / "orders"),
         ], self.lakehouse("hudi_writer"))
         self.record("ingestion", "Hudi Spark writer (HoodieStreamer's path)", 0, events, m)
-        m = self.ingest("hist1", self.lakehouse("one_core"), master="local[1]", tag="_local1")
-        self.record("ingestion", "ours local[1]", 0, events, m)
-        shutil.rmtree(self.lakehouse("one_core"))
+        if self.scale.one_core:
+            m = self.ingest("hist1", self.lakehouse("one_core"), master="local[1]", tag="_local1")
+            self.record("ingestion", "ours local[1]", 0, events, m)
+            shutil.rmtree(self.lakehouse("one_core"))
         m = self.ingest("hist1", self.lakehouse())
         self.record("ingestion", f"ours {self.master}", 0, events, m)
         self.bronze_events = events
@@ -177,10 +180,11 @@ class Bench:
     def refresh_as_history_grows(self) -> None:
         m = self.dbt("silver_first_build", ["run", "--select", "orders"])
         self.record("refresh", "ours first build", self.bronze_events, self.bronze_events, m)
-        self.land("par1")
-        m = self.dbt("merge_par1_local1", ["run", "--select", "orders"], master="local[1]")
-        self.record("refresh", "ours incremental local[1]", self.bronze_events - self.events_in("par1"),
-                    self.events_in("par1"), m)
+        if self.scale.one_core:
+            self.land("par1")
+            m = self.dbt("merge_par1_local1", ["run", "--select", "orders"], master="local[1]")
+            self.record("refresh", "ours incremental local[1]", self.bronze_events - self.events_in("par1"),
+                        self.events_in("par1"), m)
         for i in range(1, len(self.scale.history) + 1):
             if i > 1:
                 self.land(f"hist{i}")
