@@ -47,7 +47,9 @@
             {{ return(false) }}
         {%- endif -%}
         {%- set newest = run_query("call show_commits(table => '" ~ name ~ "', limit => 1)") -%}
-        {%- if newest.rows | length == 0 or newest.columns[0].values()[0] > watermark -%}
+        {#- compared as numbers: agate may type the instant column as a number -#}
+        {%- if newest.rows | length == 0
+                or (newest.columns['commit_time'].values()[0] | string | int) > (watermark | int) -%}
             {{ return(false) }}
         {%- endif -%}
     {%- endfor -%}
