@@ -40,9 +40,11 @@ LAKEHOUSE_SCHEMAS = ("bronze", "silver", "gold", "seeds", "dbt_test__audit")
 
 
 @pytest.fixture(scope="module", autouse=True)
-def clean_lakehouse_after(spark):
-    """The tests share one Spark session and lakehouse: leave none of this module's tables
-    behind for the integration test, which builds the same schemas from generated data."""
+def clean_lakehouse(spark):
+    """The tests share one Spark session and lakehouse: start from empty schemas whatever
+    ran before (the integration tests build the same schemas from generated data), and
+    leave none of this module's tables behind."""
+    drop_schemas(spark, LAKEHOUSE_SCHEMAS)
     yield
     drop_schemas(spark, LAKEHOUSE_SCHEMAS)
 

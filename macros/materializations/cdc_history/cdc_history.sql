@@ -30,6 +30,12 @@
 
     {{ run_hooks(pre_hooks) }}
 
+    {%- if not state.full_refresh and cdc_bronze_unchanged_since(cdc_read_watermark()) -%}
+        {%- call noop_statement('main', 'no new bronze commits', 'OK') -%}{%- endcall -%}
+        {{ run_hooks(post_hooks) }}
+        {{ return({'relations': [target_relation]}) }}
+    {%- endif -%}
+
     {%- set batch = cdc_create_work_table(target_relation, 'batch', sql) -%}
     {%- set resets = cdc_batch_resets(batch) -%}
     {#- a new truncate or complete snapshot changes which events count: the window was

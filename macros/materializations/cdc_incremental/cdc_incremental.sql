@@ -25,6 +25,13 @@
 
     {{ run_hooks(pre_hooks) }}
 
+    {#- Nothing committed to bronze since the last build: leave the table as it is. -#}
+    {%- if not full_refresh and cdc_bronze_unchanged_since(cdc_read_watermark()) -%}
+        {%- call noop_statement('main', 'no new bronze commits', 'OK') -%}{%- endcall -%}
+        {{ run_hooks(post_hooks) }}
+        {{ return({'relations': [target_relation]}) }}
+    {%- endif -%}
+
     {#- The model's SQL (latest change per key in the window), evaluated once: every later
         step reads the same rows even while ingestion commits to bronze. -#}
     {%- set batch = cdc_create_work_table(target_relation, 'batch', sql) -%}

@@ -27,3 +27,31 @@
         {%- endcall -%}
     {%- endif -%}
 {% endmacro %}
+
+
+{#- True when no bronze table the model reads has a commit newer than `watermark`: the
+    window is empty and the build can stop before evaluating the model, which lists every
+    bronze file and scans the change log for resets. Reads only each table's Hudi
+    timeline (`call show_commits`, newest first). False without a watermark. -#}
+{% macro cdc_bronze_unchanged_since(watermark) %}
+    {%- if watermark is none -%}
+        {{ return(false) }}
+    {%- endif -%}
+    {%- set sources = [] -%}
+    {%- for node_id in model.depends_on.nodes if node_id.startswith('source.') -%}
+        {%- do sources.append(graph.sources[node_id]) -%}
+    {%- endfor -%}
+    {%- for source_node in sources -%}
+        {%- set name = source_node.schema ~ '.' ~ source_node.identifier -%}
+        {%- if not modules.re.match('^[A-Za-z0-9_]+[.][A-Za-z0-9_]+$', name) -%}
+            {{ return(false) }}
+        {%- endif -%}
+        {%- set newest = run_query("call show_commits(table => '" ~ name ~ "', limit => 1)") -%}
+        {#- compared as numbers: agate may type the instant column as a number -#}
+        {%- if newest.rows | length == 0
+                or (newest.columns['commit_time'].values()[0] | string | int) > (watermark | int) -%}
+            {{ return(false) }}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return(sources | length > 0) }}
+{% endmacro %}
