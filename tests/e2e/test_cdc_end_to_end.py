@@ -23,10 +23,10 @@ from ingestion.kafka_source import KafkaSource
 from ingestion.naming import table_for_topic
 from tests.e2e import workloads
 from tests.support.compare import diff
-from tests.support.lakehouse import dbt, drop_schemas, silver_rows
+from tests.support.lakehouse import dbt, silver_rows
 from tests.support.paths import ROOT
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("empty_project_schemas")]
 
 TOPIC_PATTERN = r"(pagila\.public|mariadb\.movies_db)\..*"
 PAGILA_TABLES = (
@@ -34,19 +34,6 @@ PAGILA_TABLES = (
     "film_category", "inventory", "language", "rental", "staff", "payment",
 )
 MARIADB_TABLES = ("movies",)
-
-
-LAKEHOUSE_SCHEMAS = ("bronze", "silver", "gold", "seeds", "dbt_test__audit")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def clean_lakehouse(spark):
-    """The tests share one Spark session and lakehouse: start from empty schemas whatever
-    ran before (the integration tests build the same schemas from generated data), and
-    leave none of this module's tables behind."""
-    drop_schemas(spark, LAKEHOUSE_SCHEMAS)
-    yield
-    drop_schemas(spark, LAKEHOUSE_SCHEMAS)
 
 
 def silver_models() -> dict[str, dict]:

@@ -28,7 +28,7 @@ HISTORY = ["actor", "movies"]  # tables with a history model, `<table>_history`
 HISTORY_META = ["_cdc_valid_from", "_cdc_valid_to", "_cdc_is_current", "_cdc_op", "_cdc_order", "_cdc_valid_to_order",
                 "_cdc_commit_time"]
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("empty_project_schemas")]
 
 
 def snapshot_silver(spark) -> dict[str, list[dict]]:

@@ -54,6 +54,10 @@ def history_rows(spark, relation: str, columns: Sequence[str], key: Sequence[str
     return out
 
 
+# The schemas `dbt build` and the default ingestion write (the project's own names).
+PROJECT_SCHEMAS = ("bronze", "silver", "gold", "seeds", "dbt_test__audit")
+
+
 def _warehouse(spark) -> Path:
     return Path(spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:"))
 
