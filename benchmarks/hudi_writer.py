@@ -49,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
         .option("hoodie.datasource.write.recordkey.field", "_lsn")
         .option("hoodie.datasource.write.keygenerator.class", "org.apache.hudi.keygen.NonpartitionedKeyGenerator")
         .option("hoodie.datasource.write.partitionpath.field", "")
+        # the lakehouse's metadata-table setting (profiles/profiles.yml), as bronze has it
+        .option("hoodie.metadata.enable", spark.conf.get("hoodie.metadata.enable", "true"))
         .mode("append")
         .save(args.path)
     )

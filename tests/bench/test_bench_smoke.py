@@ -46,3 +46,19 @@ def test_every_case_runs_and_agrees(tmp_path):
     assert "| met |" in report and "incremental / full recompute" in report
     for plot in ("refresh_vs_history.png", "ingestion_and_memory.png"):
         assert (work / "results" / plot).stat().st_size > 1000
+
+
+def test_hudi_settings_measures_both_settings(spark, tmp_path):
+    """`python -m benchmarks.hudi_settings`, one round in the test session: both settings
+    measured for each statement kind, and the session's own setting given back."""
+    from benchmarks import hudi_settings
+
+    before = spark.conf.get("hoodie.metadata.enable", None)
+    out = tmp_path / "hudi_settings.csv"
+    assert hudi_settings.main(["--rounds", "1", "--out", str(out)]) == 0
+    with open(out) as f:
+        rows = list(csv.DictReader(f))
+    assert {(r["setting"], r["statement"]) for r in rows} == {
+        (setting, kind) for setting in hudi_settings.SETTINGS for kind in ("ctas", "merge", "read")}
+    assert all(float(r["median_s"]) > 0 for r in rows), rows
+    assert spark.conf.get("hoodie.metadata.enable", None) == before
