@@ -21,7 +21,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from ingestion.spark import get_session
+from ingestion.spark import get_session, session_settings
 
 SETTINGS = {"metadata table on": "true", "metadata table off": "false"}
 TABLE = "bench_scratch.hudi_settings"
@@ -35,22 +35,23 @@ def _timed(spark: SparkSession, sql: str) -> float:
 
 def one_round(spark: SparkSession, metadata: str, merges: int = 3) -> dict[str, list[float]]:
     """Seconds of each statement kind for one fresh table written with `metadata`."""
-    spark.conf.set("hoodie.metadata.enable", metadata)
-    spark.sql(f"drop table if exists {TABLE} purge")
     seconds: dict[str, list[float]] = {"ctas": [], "merge": [], "read": []}
-    seconds["ctas"].append(_timed(spark, (
-        f"create table {TABLE} using hudi "
-        "tblproperties ('type' = 'cow', 'primaryKey' = 'id', 'preCombineField' = 'o') "
-        "as select id, lpad(cast(id as string), 10, '0') as o, 'x' as v from range(1000)")))
-    for i in range(1, merges + 1):
-        seconds["merge"].append(_timed(spark, (
-            f"merge into {TABLE} as s using ("
-            f"select id, lpad(cast(id + {i} as string), 10, '0') as o, 'y' as v from range({i * 10}, {i * 10 + 20})"
-            ") as c on s.id = c.id "
-            "when matched then update set o = c.o, v = c.v "
-            "when not matched then insert (id, o, v) values (c.id, c.o, c.v)")))
-        seconds["read"].append(_timed(spark, f"select count(*) from {TABLE} where v = 'y'"))
-    spark.sql(f"drop table if exists {TABLE} purge")
+    with session_settings(spark, {"hoodie.metadata.enable": metadata}):
+        spark.sql(f"drop table if exists {TABLE} purge")
+        seconds["ctas"].append(_timed(spark, (
+            f"create table {TABLE} using hudi "
+            "tblproperties ('type' = 'cow', 'primaryKey' = 'id', 'preCombineField' = 'o') "
+            "as select id, lpad(cast(id as string), 10, '0') as o, 'x' as v from range(1000)")))
+        for i in range(1, merges + 1):
+            seconds["merge"].append(_timed(spark, (
+                f"merge into {TABLE} as s using ("
+                f"select id, lpad(cast(id + {i} as string), 10, '0') as o, 'y' as v "
+                f"from range({i * 10}, {i * 10 + 20})"
+                ") as c on s.id = c.id "
+                "when matched then update set o = c.o, v = c.v "
+                "when not matched then insert (id, o, v) values (c.id, c.o, c.v)")))
+            seconds["read"].append(_timed(spark, f"select count(*) from {TABLE} where v = 'y'"))
+        spark.sql(f"drop table if exists {TABLE} purge")
     return seconds
 
 
@@ -64,19 +65,12 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--rounds must be at least 1")
     spark = get_session("local")
     spark.sql("create database if not exists bench_scratch")
-    previous = spark.conf.get("hoodie.metadata.enable", None)
     samples: dict[tuple[str, str], list[float]] = {}
-    try:
-        one_round(spark, "false", merges=1)  # JIT and class loading, not measured
-        for _ in range(args.rounds):
-            for name, value in SETTINGS.items():
-                for kind, values in one_round(spark, value).items():
-                    samples.setdefault((name, kind), []).extend(values)
-    finally:  # the session may be shared (tests): give it back its setting
-        if previous is None:
-            spark.conf.unset("hoodie.metadata.enable")
-        else:
-            spark.conf.set("hoodie.metadata.enable", previous)
+    one_round(spark, "false", merges=1)  # JIT and class loading, not measured
+    for _ in range(args.rounds):
+        for name, value in SETTINGS.items():
+            for kind, values in one_round(spark, value).items():
+                samples.setdefault((name, kind), []).extend(values)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("w", newline="") as f:
         writer = csv.writer(f)

@@ -7,14 +7,15 @@ file (e.g. after a crash before the ledger write) adds no rows.
 from __future__ import annotations
 
 import logging
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from pathlib import Path
-from typing import ContextManager, Iterator
+from typing import ContextManager
 
 from pyspark.sql import DataFrame, SparkSession
 
 from ingestion.lock import exclusive
 from ingestion.naming import qualified, quote
+from ingestion.spark import session_settings
 
 log = logging.getLogger(__name__)
 
@@ -87,29 +88,13 @@ def one_writer(spark: SparkSession, schema: str) -> ContextManager:
     return nullcontext() if path is None else exclusive(path)
 
 
-@contextmanager
-def _session_settings(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
-    """Set SQL confs for one statement and restore them (the session may be shared with dbt)."""
-    previous = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, value in previous.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
-
-
 def insert_new_rows(spark: SparkSession, df: DataFrame, schema: str, table: str, columns: list[tuple[str, str]]) -> None:
     """Append `df` (columns selected in table order; INSERT INTO is positional) to the Hudi table, dropping known keys."""
     view = f"_ingest_{schema}_{table}"
     df.createOrReplaceTempView(view)
     column_list = ", ".join(quote(name) for name, _ in columns)
     try:
-        with _session_settings(spark, INSERT_SETTINGS):
+        with session_settings(spark, INSERT_SETTINGS):
             spark.sql(f"INSERT INTO {qualified(schema, table)} SELECT {column_list} FROM {quote(view)}")
     finally:
         spark.catalog.dropTempView(view)

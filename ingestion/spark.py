@@ -9,8 +9,9 @@ and keeps the cluster's own settings.
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Mapping
+from typing import Iterator, Mapping
 
 import jinja2
 import yaml
@@ -65,3 +66,19 @@ def get_session(target: str | None = "local", overrides: Mapping[str, str] | Non
     session = builder.enableHiveSupport().getOrCreate()
     session.sparkContext.setLogLevel(os.environ.get("CDC_SPARK_LOG_LEVEL", "ERROR"))
     return session
+
+
+@contextmanager
+def session_settings(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[None]:
+    """Set SQL confs for the block and restore them after (the session may be shared with dbt)."""
+    previous = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in previous.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)

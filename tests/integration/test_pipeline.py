@@ -157,6 +157,12 @@ def test_batches_incremental_full_refresh_and_rerun(spark, sample: Path, run_dir
                      for t in [*oracle.TABLES, *(f"{h}_history" for h in HISTORY)]}
     assert commits_after == commits_before, "a build with no new bronze commits wrote to silver"
 
+    # The profile turns Hudi's metadata table off for the ingestion and dbt alike.
+    warehouse = Path(spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:"))
+    timelines = sorted(warehouse.glob("*.db/*/.hoodie"))
+    assert {t.parent.parent.name for t in timelines} >= {"bronze.db", "silver.db"}, timelines
+    assert not [t for t in timelines if (t / "metadata").exists()], "a Hudi table has a metadata table"
+
 
 # Encodings the sample does not contain, through the same decode macros the models use.
 RANGE = "struct<lower:timestamp,upper:timestamp,lower_inclusive:boolean,upper_inclusive:boolean,is_empty:boolean>"
