@@ -17,31 +17,35 @@
     log position part of an ordering key) and _cdc_snapshot_offsets ('partition:offset,...',
     the snapshot's last offset per Kafka partition); each null when there is none. -#}
 {% macro cdc_resets(change_log) %}
+    {#- one scan of the change log: the t/r events grouped by source position and Kafka
+        partition, then one row from those few groups -#}
     select
-        bounds._cdc_truncated_before,
-        bounds._cdc_snapshot_position,
+        max(truncated_before) as _cdc_truncated_before,
+        max(snapshot_position) as _cdc_snapshot_position,
         nullif(array_join(array_sort(collect_list(
-            concat(cast(snapshot_records._partition as string), ':', cast(snapshot_records.last_offset as string))
+            case
+                when position = snapshot_position
+                    then concat(cast(_partition as string), ':', cast(last_offset as string))
+            end
         )), ','), '') as _cdc_snapshot_offsets
     from (
         select
-            max(case when _op = 't' then {{ cdc_ordering_key() }} end) as _cdc_truncated_before,
-            max(case when _op = 'r' and _source_snapshot in ('last', 'last_in_data_collection')
-                then {{ cdc_source_position(cdc_ordering_key()) }} end) as _cdc_snapshot_position
-        from {{ change_log }}
-        where _op in ('t', 'r')
-    ) as bounds
-    left join (
-        select
-            {{ cdc_source_position(cdc_ordering_key()) }} as position,
-            _partition,
-            max(_offset) as last_offset
-        from {{ change_log }}
-        where _op = 'r' and coalesce(_source_snapshot, '') not in ('false', 'incremental')
-        group by 1, 2
-    ) as snapshot_records
-        on snapshot_records.position = bounds._cdc_snapshot_position
-    group by bounds._cdc_truncated_before, bounds._cdc_snapshot_position
+            *,
+            max(complete_snapshot_position) over () as snapshot_position
+        from (
+            select
+                {{ cdc_source_position(cdc_ordering_key()) }} as position,
+                _partition,
+                max(case when _op = 't' then {{ cdc_ordering_key() }} end) as truncated_before,
+                max(case when _op = 'r' and _source_snapshot in ('last', 'last_in_data_collection')
+                    then {{ cdc_source_position(cdc_ordering_key()) }} end) as complete_snapshot_position,
+                max(case when _op = 'r' and coalesce(_source_snapshot, '') not in ('false', 'incremental')
+                    then _offset end) as last_offset
+            from {{ change_log }}
+            where _op in ('t', 'r')
+            group by 1, 2
+        ) as reset_groups
+    ) as reset_groups_with_snapshot
 {% endmacro %}
 
 
