@@ -160,7 +160,8 @@ def _run(spark: SparkSession, config: IngestConfig) -> RunSummary:
     catalog = extract.catalog_frame(spark, new_files)
     texts = transform.include_empty_files(extract.read_files(spark, new_files), catalog)
     lines = transform.attach_file_info(transform.split_lines(texts), catalog)
-    classified = transform.prepare(lines, key_map, config.max_record_bytes).persist(StorageLevel.MEMORY_AND_DISK)
+    classified = transform.for_landing(transform.prepare(lines, key_map, config.max_record_bytes))
+    classified = classified.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         stats = {row["_source_file"]: row for row in transform.file_stats(classified).collect()}
         summary.tables = _summarize(new_files, stats, key_map)

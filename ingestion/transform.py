@@ -248,6 +248,19 @@ def prepare(lines: DataFrame, primary_keys: dict[str, list[str]], max_record_byt
     return classify(extract_change_fields(parse_records(lines)), primary_keys, max_record_bytes)
 
 
+# What the writes, the per-file counts and the log samples read from a classified batch.
+LANDING_COLUMNS = [name for name, _ in BRONZE_COLUMNS if name != "_ingested_at"] + ["_table", "_status", "reason"]
+
+
+def for_landing(classified: DataFrame) -> DataFrame:
+    """The columns the landing steps read, the raw line only for quarantined records.
+
+    This is what a run caches between its counts and its writes: without the parsed map
+    and the raw line of every record it holds about a third of the bytes."""
+    raw = F.when(F.col("_status") == STATUS_QUARANTINED, F.col("line")).alias("raw")
+    return classified.select(*LANDING_COLUMNS, raw)
+
+
 def _stamped(df: DataFrame, columns: list[tuple[str, str]], ingested_at: datetime) -> DataFrame:
     # One timestamp per run (not current_timestamp()) so all tables of a run agree.
     stamped = df.withColumn("_ingested_at", F.lit(ingested_at).cast("timestamp"))
@@ -261,8 +274,8 @@ def to_bronze(classified: DataFrame, table: str, ingested_at: datetime) -> DataF
 
 
 def to_quarantine(classified: DataFrame, ingested_at: datetime) -> DataFrame:
-    """Quarantined rows with their reason and the raw line, nothing dropped."""
-    rejected = classified.where(F.col("_status") == STATUS_QUARANTINED).withColumn("raw", F.col("line"))
+    """Quarantined rows (of `for_landing`) with their reason and the raw line, nothing dropped."""
+    rejected = classified.where(F.col("_status") == STATUS_QUARANTINED)
     return _stamped(rejected, QUARANTINE_COLUMNS, ingested_at)
 
 
