@@ -19,12 +19,15 @@
     {%- set relation = cdc_rejected_relation(target_relation) -%}
     {%- set columns = cdc_rejected_columns(primary_key) -%}
     {%- set rejected_sql = 'select `' ~ columns | join('`, `') ~ '` from ' ~ batch ~ " where _cdc_row = 'rejected'" -%}
+    {#- one query: the first three rejected events to log, each with how many there are -#}
+    {%- set samples = run_query('select _cdc_rejection, _cdc_source_file, _cdc_source_line, _cdc_offset, '
+        ~ 'count(*) over () from ' ~ batch ~ " where _cdc_row = 'rejected' order by _cdc_order limit 3") -%}
     {%- if full_refresh or load_relation(relation) is none -%}
         {%- call statement('cdc_drop_rejected') -%}
             drop table if exists {{ relation }} purge
         {%- endcall -%}
         {%- do cdc_create_hudi_table_as(relation, ['_cdc_order'], rejected_sql, batch) -%}
-    {%- elif run_query('select count(*) from ' ~ batch ~ " where _cdc_row = 'rejected'").columns[0].values()[0] > 0 -%}
+    {%- elif samples.rows | length > 0 -%}
         {%- call statement('cdc_merge_rejected') -%}
             merge into {{ relation }} as stored
             using ({{ rejected_sql }}) as rejected
@@ -33,10 +36,12 @@
                 values (rejected.`{{ columns | join('`, rejected.`') }}`)
         {%- endcall -%}
     {%- endif -%}
-    {%- set samples = run_query('select _cdc_rejection, _cdc_source_file, _cdc_source_line, _cdc_offset from '
-        ~ batch ~ " where _cdc_row = 'rejected' order by _cdc_order limit 3") -%}
     {%- for row in samples -%}
+        {%- if loop.first -%}
+            {{ log("WARNING " ~ model.name ~ ": rejected " ~ row[4] ~ " event(s) of this build, kept in "
+                ~ relation ~ "; the first:", info=true) }}
+        {%- endif -%}
         {{ log("WARNING " ~ model.name ~ ": rejected the event at " ~ row[1] ~ " line " ~ row[2] ~ " (offset "
-            ~ row[3] ~ "): " ~ row[0] ~ ". It is kept in " ~ relation ~ ".", info=true) }}
+            ~ row[3] ~ "): " ~ row[0] ~ ".", info=true) }}
     {%- endfor -%}
 {% endmacro %}
