@@ -24,8 +24,8 @@ def main(argv: list[str] | None = None) -> int:
     files = extract.list_source_files(spark, args.input)
     keys = {f.topic: args.primary_key.split(",") for f in files}
     catalog = extract.catalog_frame(spark, files)
-    texts = transform.include_empty_files(extract.read_files(spark, files), catalog)
-    lines = transform.attach_file_info(transform.split_lines(texts), catalog)
+    raw = extract.read_lines(spark, files)
+    lines = transform.attach_file_info(transform.number_lines(raw, catalog), catalog)
     counts = transform.prepare(lines, keys).groupBy("_status").agg(F.count("*").alias("n")).collect()
     print({row["_status"]: row["n"] for row in counts})
     return 0

@@ -20,7 +20,7 @@ FILE_GLOB = "*/partition=*/*"
 
 CATALOG_SCHEMA = (
     "_source_file string, _topic string, _partition int, _start_offset bigint, "
-    "_table string, _file_error string"
+    "_table string, _file_error string, _size bigint"
 )
 
 
@@ -35,6 +35,7 @@ class SourceFile:
     start_offset: int | None
     table: str | None
     error: str | None  # set when every line of the file must go to quarantine
+    size: int = 0  # bytes, as listed
 
 
 def _describe(path_name: str, topic_dir: str, partition_dir: str) -> tuple[int | None, int | None, str | None]:
@@ -91,6 +92,7 @@ def list_source_files(spark: SparkSession, input_uri: str, topics: str | None = 
                 start_offset=start_offset,
                 table=table,
                 error=error,
+                size=int(status.getLen()),
             )
         )
     return sorted(files, key=lambda f: f.uri)
@@ -98,17 +100,25 @@ def list_source_files(spark: SparkSession, input_uri: str, topics: str | None = 
 
 def catalog_frame(spark: SparkSession, files: list[SourceFile]) -> DataFrame:
     """The file list as a small DataFrame, joined to the lines by `_source_file`."""
-    rows = [(f.uri, f.topic, f.partition, f.start_offset, f.table, f.error) for f in files]
+    rows = [(f.uri, f.topic, f.partition, f.start_offset, f.table, f.error, f.size) for f in files]
     return spark.createDataFrame(rows, CATALOG_SCHEMA)
 
 
-def read_files(spark: SparkSession, files: list[SourceFile]) -> DataFrame:
-    """One row per file: `_source_file` (URI as Spark reports it) and its whole `text`.
+def read_lines(spark: SparkSession, files: list[SourceFile]) -> DataFrame:
+    r"""One row per line, read splittably: `_source_file` (URI as Spark reports it),
+    `_block` (start byte of the file split the line was read from), `_row_id` (rising by
+    one from line to line inside a split) and the `line` as stored, with any `\r`.
 
-    Whole-file reads keep line numbers exact (offset = start offset + line index);
-    sink files are bounded by the connector's flush size, so they fit in memory."""
+    Splitting only at `\n` (not at a lone `\r`, Hadoop's default) keeps the lines the S3
+    sink wrote, so that line index = offset - start offset (transform.number_lines)."""
     return (
-        # `text(wholetext=...)` overrides `.option("wholetext")`, so pass it here.
-        spark.read.text([f.read_path for f in files], wholetext=True)
-        .select(F.col("_metadata.file_path").alias("_source_file"), F.col("value").alias("text"))
+        spark.read.option("lineSep", "\n").text([f.read_path for f in files])
+        .select(
+            F.col("_metadata.file_path").alias("_source_file"),
+            F.col("_metadata.file_block_start").alias("_block"),
+            # (partition id << 33) + row number in the partition; a partition reads its
+            # splits one after the other, so it rises by one inside a split.
+            F.monotonically_increasing_id().alias("_row_id"),
+            F.col("value").alias("line"),
+        )
     )

@@ -158,8 +158,8 @@ def _run(spark: SparkSession, config: IngestConfig) -> RunSummary:
     ingested_at = datetime.now(timezone.utc).replace(tzinfo=None)  # session time zone is UTC
     key_map = _key_map(new_files, keys)
     catalog = extract.catalog_frame(spark, new_files)
-    texts = transform.include_empty_files(extract.read_files(spark, new_files), catalog)
-    lines = transform.attach_file_info(transform.split_lines(texts), catalog)
+    raw = extract.read_lines(spark, new_files)
+    lines = transform.attach_file_info(transform.number_lines(raw, catalog), catalog)
     classified = transform.for_landing(transform.prepare(lines, key_map, config.max_record_bytes))
     classified = classified.persist(StorageLevel.MEMORY_AND_DISK)
     try:

@@ -14,6 +14,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 MAP = "map<string,string>"
+# The envelope's `source` fields bronze keeps as columns. All strings, as in MAP (any JSON
+# value is kept as its text), and cast afterwards: only these fields are materialized.
+SOURCE_FIELDS = "struct<lsn:string,file:string,pos:string,row:string,ts_ms:string,txId:string,gtid:string,snapshot:string>"
 OPS = ("c", "u", "d", "r", "t")
 OPS_TEXT = ", ".join(OPS)
 
@@ -67,34 +70,48 @@ QUARANTINE_COLUMNS: list[tuple[str, str]] = [
 QUARANTINE_KEY = ["_source_file", "_source_line"]
 
 
-def split_lines(files: DataFrame) -> DataFrame:
-    """(_source_file, text) -> one row per line with its 0-based `_line_index` and
-    `_unterminated` (the file's last line, when the file does not end with a newline).
+def number_lines(raw: DataFrame, catalog: DataFrame) -> DataFrame:
+    r"""(_source_file, _block, _row_id, line) of extract.read_lines -> one row per line with
+    its 0-based `_line_index` in the file and `_unterminated` (the file's last line, when
+    the file does not end with a newline); a `\r` before the newline is dropped.
 
-    A final trailing newline does not start another line; an empty file has one empty
-    line (its file-level error sends it to quarantine: nothing is silently skipped)."""
-    body = F.regexp_replace("text", r"\r?\n\z", "")
-    lines = F.split(body, r"\r?\n")
-    exploded = files.select(
+    A line's index is the lines of the file's earlier splits plus its place in its split,
+    counted on the few (file, split) groups. A final trailing newline does not start another
+    line; an empty file has one empty line (its file-level error sends it to quarantine:
+    nothing is silently skipped)."""
+    per_file = Window.partitionBy("_source_file")
+    splits = (
+        raw.groupBy("_source_file", "_block")
+        .agg(
+            F.min("_row_id").alias("_first_row_id"),
+            F.count(F.lit(1)).alias("_lines"),
+            F.sum(F.octet_length("line")).alias("_bytes"),
+        )
+        .withColumn("_lines_before", F.sum("_lines").over(per_file.orderBy("_block")) - F.col("_lines"))
+        .withColumn("_file_lines", F.sum("_lines").over(per_file))
+        .withColumn("_file_bytes", F.sum("_bytes").over(per_file))
+        .join(F.broadcast(catalog.select("_source_file", "_size")), "_source_file")
+        .select(
+            "_source_file", "_block", "_first_row_id", "_lines_before", "_file_lines",
+            # The bytes not in a line are the `\n`s: one per line when the file ends with one.
+            (F.col("_size") - F.col("_file_bytes") < F.col("_file_lines")).alias("_no_final_newline"),
+        )
+    )
+    line_index = (F.col("_lines_before") + F.col("_row_id") - F.col("_first_row_id")).cast("int")
+    numbered = raw.join(F.broadcast(splits), ["_source_file", "_block"]).select(
         "_source_file",
-        F.posexplode(lines).alias("_line_index", "line"),
-        F.size(lines).alias("_line_count"),
-        (~F.col("text").endswith("\n") & (F.col("text") != "")).alias("_no_final_newline"),
+        line_index.alias("_line_index"),
+        F.regexp_replace("line", r"\r\z", "").alias("line"),
+        (F.col("_no_final_newline") & (line_index == F.col("_file_lines") - 1)).alias("_unterminated"),
     )
-    return exploded.select(
-        "_source_file", "_line_index", "line",
-        (F.col("_no_final_newline") & (F.col("_line_index") == F.col("_line_count") - 1)).alias("_unterminated"),
+    # Spark reads no line from an empty file; the listing knows them.
+    empty = catalog.where(F.col("_size") == 0).select(
+        "_source_file",
+        F.lit(0).alias("_line_index"),
+        F.lit("").alias("line"),
+        F.lit(False).alias("_unterminated"),
     )
-
-
-def include_empty_files(files: DataFrame, catalog: DataFrame) -> DataFrame:
-    """(_source_file, text) for every file of the catalog: Spark's whole-text read has no
-    row for an empty file, which must still be accounted for (it gets text "")."""
-    return (
-        catalog.select("_source_file")
-        .join(files, "_source_file", "left")
-        .select("_source_file", F.coalesce(F.col("text"), F.lit("")).alias("text"))
-    )
+    return numbered.unionByName(empty)
 
 
 def attach_file_info(lines: DataFrame, catalog: DataFrame) -> DataFrame:
@@ -103,7 +120,7 @@ def attach_file_info(lines: DataFrame, catalog: DataFrame) -> DataFrame:
         lines.join(F.broadcast(catalog), "_source_file", "left")
         .withColumn("_offset", F.col("_start_offset") + F.col("_line_index"))
         .withColumn("_source_line", (F.col("_line_index") + 1).cast("int"))
-        .drop("_start_offset")
+        .drop("_start_offset", "_size")
     )
 
 
@@ -150,7 +167,7 @@ def extract_change_fields(records: DataFrame) -> DataFrame:
     value is a JSON string there (numbers included); envelope images keep their JSON types."""
     m = F.col("m")
     envelope = F.col("_shape") == SHAPE_ENVELOPE
-    src = F.from_json(m["source"], MAP)
+    src = F.col("_src")
     flat_op = F.coalesce(m["__op"], F.when(m["__deleted"] == "true", F.lit("d")))
 
     def pick(envelope_value: Column, flattened_value: Column, cast: str) -> Column:
@@ -158,7 +175,10 @@ def extract_change_fields(records: DataFrame) -> DataFrame:
 
     op = F.when(envelope, m["op"]).otherwise(flat_op)
     return (
-        records.withColumn("_op", op)
+        # Its own column, parsed once: Spark does not share an expression between CASE
+        # branches, so inlined in each field below `source` would be parsed seven times.
+        records.withColumn("_src", F.when(envelope, F.from_json(m["source"], SOURCE_FIELDS)))
+        .withColumn("_op", op)
         .withColumn(
             "_deleted",
             F.when(envelope, m["op"] == "d").otherwise(F.coalesce(m["__deleted"] == "true", flat_op == "d")),
@@ -183,6 +203,7 @@ def extract_change_fields(records: DataFrame) -> DataFrame:
             "_source",
             F.when(envelope, m["source"]).otherwise(F.to_json(F.map_filter(m, lambda k, v: k.startswith("__")))),
         )
+        .drop("_src")
     )
 
 

@@ -2,20 +2,57 @@
 
 from __future__ import annotations
 
-from ingestion import transform
+from pathlib import Path
+
+import pytest
+
+from ingestion import extract, transform
+from ingestion.spark import session_settings
 
 
-def lines_of(spark, text: str) -> list[tuple[int, str, bool]]:
-    df = spark.createDataFrame([("f", text)], "_source_file string, text string")
-    return [(r["_line_index"], r["line"], r["_unterminated"])
-            for r in transform.split_lines(df).orderBy("_line_index").collect()]
+def expected_lines(content: bytes) -> list[tuple[int, str, bool]]:
+    """What number_lines must give, computed in Python: split at \\n, a final \\n starts no
+    line, a line's final \\r is dropped, an empty file is one empty line."""
+    text = content.decode()
+    terminated = text.endswith("\n")
+    parts = (text[:-1] if terminated else text).split("\n")
+    return [(i, part.removesuffix("\r"), i == len(parts) - 1 and text != "" and not terminated)
+            for i, part in enumerate(parts)]
 
 
-def test_split_lines_trailing_newline_is_not_a_line(spark):
-    assert lines_of(spark, "a\n\nb\n") == [(0, "a", False), (1, "", False), (2, "b", False)]
-    assert lines_of(spark, "a\r\nb") == [(0, "a", False), (1, "b", True)]  # no final newline: cut short?
-    assert lines_of(spark, "") == [(0, "", False)]  # an empty file is one line (its file error quarantines it)
-    assert lines_of(spark, "\n") == [(0, "", False)]
+def numbered_lines(spark, root: Path, contents: list[bytes]) -> dict[int, list[tuple[int, str, bool]]]:
+    """Write each content as a sink file (start offset 1000 * its index), read them back:
+    file index -> sorted (line index, line, unterminated)."""
+    folder = root / "t.s.x" / "partition=0"
+    folder.mkdir(parents=True)
+    for i, content in enumerate(contents):
+        (folder / f"t.s.x+0+{i * 1000:010d}.json").write_bytes(content)
+    files = extract.list_source_files(spark, str(root))
+    catalog = extract.catalog_frame(spark, files)
+    lines = transform.attach_file_info(transform.number_lines(extract.read_lines(spark, files), catalog), catalog)
+    got: dict[int, list] = {}
+    for r in lines.collect():
+        got.setdefault((r["_offset"] - r["_line_index"]) // 1000, []).append((r["_line_index"], r["line"], r["_unterminated"]))
+    return {i: sorted(found) for i, found in got.items()}
+
+
+ACCENTS = ["\u00e9" * (i % 7) for i in range(300)]  # multi-byte characters: bytes != characters
+CONTENTS = [
+    b"a\n\nb\n",
+    b"a\r\nb",  # no final newline: cut short?
+    b"",  # an empty file is one line (its file error quarantines it)
+    b"\n",
+    b"x\ry\nz\r\n",  # a lone \r is not a line break (it is Hadoop's default)
+    "\n".join(f'{{"id":{i},"note":"{accent}"}}' for i, accent in enumerate(ACCENTS)).encode(),
+]
+
+
+@pytest.mark.parametrize("split_bytes", ["128m", "7"])
+def test_number_lines_matches_a_plain_split(spark, tmp_path, split_bytes):
+    # 7-byte splits put split boundaries inside lines, at line starts and inside \r\n.
+    with session_settings(spark, {"spark.sql.files.maxPartitionBytes": split_bytes, "spark.sql.files.openCostInBytes": "1"}):
+        got = numbered_lines(spark, tmp_path, CONTENTS)
+    assert got == {i: expected_lines(c) for i, c in enumerate(CONTENTS)}
 
 
 def test_oversized_and_truncated_reasons(spark):
