@@ -1,6 +1,6 @@
 """Load: Hudi COPY_ON_WRITE tables created with Spark SQL and appended with `INSERT INTO`.
 
-Every table is keyed; inserts run with Hudi's duplicate-drop policy, so replaying a
+Every table is keyed; an insert leaves out the keys the table holds, so replaying a
 file (e.g. after a crash before the ledger write) adds no rows.
 """
 
@@ -19,11 +19,10 @@ from ingestion.spark import session_settings
 
 log = logging.getLogger(__name__)
 
-# Spark SQL INSERT INTO on Hudi: plain insert (no upsert/precombine), drop incoming
-# records whose key is already in the table.
+# Spark SQL INSERT INTO on Hudi: plain insert (no upsert/precombine, no index lookup);
+# the rows whose key is already in the table are left out before (insert_new_rows).
 INSERT_SETTINGS = {
     "hoodie.spark.sql.insert.into.operation": "insert",
-    "hoodie.datasource.insert.dup.policy": "drop",
 }
 
 LEDGER_COLUMNS: list[tuple[str, str]] = [
@@ -88,10 +87,22 @@ def one_writer(spark: SparkSession, schema: str) -> ContextManager:
     return nullcontext() if path is None else exclusive(path)
 
 
-def insert_new_rows(spark: SparkSession, df: DataFrame, schema: str, table: str, columns: list[tuple[str, str]]) -> None:
-    """Append `df` (columns selected in table order; INSERT INTO is positional) to the Hudi table, dropping known keys."""
+def insert_new_rows(
+    spark: SparkSession, df: DataFrame, schema: str, table: str, columns: list[tuple[str, str]], key: list[str]
+) -> None:
+    """Append the rows of `df` whose `key` the Hudi table does not hold yet (columns
+    selected in table order; INSERT INTO is positional).
+
+    The known keys come from an anti-join on the table's key columns, not from Hudi's
+    duplicate-drop policy: that one looks every incoming key up in the bloom filters and
+    key ranges of the table's files, which for a bronze key (topic, partition, offset as
+    one string that does not sort by offset) cannot skip a file, and then re-reads the
+    batch for each of its stages. Reading three columns of the table is cheaper."""
+    # Keys of the batch the table holds (the batch's keys, usually few, go to every task
+    # of the table scan), then the batch without them: no shuffle of the table's keys.
+    known = spark.table(qualified(schema, table)).select(*key).join(df.select(*key), key, "left_semi")
     view = f"_ingest_{schema}_{table}"
-    df.createOrReplaceTempView(view)
+    df.join(known, key, "left_anti").createOrReplaceTempView(view)
     column_list = ", ".join(quote(name) for name, _ in columns)
     try:
         with session_settings(spark, INSERT_SETTINGS):

@@ -191,14 +191,15 @@ def write_tables(
         load.ensure_table(spark, schema, QUARANTINE_TABLE, transform.QUARANTINE_COLUMNS, transform.QUARANTINE_KEY)
         load.insert_new_rows(
             spark, transform.to_quarantine(classified, ingested_at), schema, QUARANTINE_TABLE,
-            transform.QUARANTINE_COLUMNS,
+            transform.QUARANTINE_COLUMNS, transform.QUARANTINE_KEY,
         )
     # Create every mappable table (dbt sources must exist even if only tombstones arrived).
     for table in sorted(tables):
         load.ensure_table(spark, schema, table, transform.BRONZE_COLUMNS, transform.BRONZE_KEY)
         if any(t.table == table and t.landed for t in counts):
             load.insert_new_rows(
-                spark, transform.to_bronze(classified, table, ingested_at), schema, table, transform.BRONZE_COLUMNS
+                spark, transform.to_bronze(classified, table, ingested_at), schema, table, transform.BRONZE_COLUMNS,
+                transform.BRONZE_KEY,
             )
 
 
@@ -233,4 +234,4 @@ def _write_ledger(spark: SparkSession, schema: str, files: list[extract.SourceFi
     ddl = ", ".join(f"{name} {kind}" for name, kind in load.LEDGER_COLUMNS)
     ledger = spark.createDataFrame(rows, ddl).select(*[F.col(n) for n, _ in load.LEDGER_COLUMNS])
     load.ensure_table(spark, schema, LEDGER_TABLE, load.LEDGER_COLUMNS, load.LEDGER_KEY)
-    load.insert_new_rows(spark, ledger, schema, LEDGER_TABLE, load.LEDGER_COLUMNS)
+    load.insert_new_rows(spark, ledger, schema, LEDGER_TABLE, load.LEDGER_COLUMNS, load.LEDGER_KEY)
