@@ -49,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--dbt-arg", action="append", default=[], metavar="ARG",
-        help="extra argument for `dbt build`, repeatable (e.g. --dbt-arg=--select --dbt-arg=silver)",
+        help="extra argument for `dbt build`, repeatable (e.g. --dbt-arg=--select --dbt-arg=+silver --dbt-arg=resource_type:seed; silver's tests read the seeds)",
     )
     return parser
 
@@ -70,8 +70,12 @@ def one_pass(ingest_args: argparse.Namespace, dbt_args: list[str], target: str |
     summary = run_ingestion(spark)
     print(summary.render(), flush=True)
     ingested = time.monotonic()
-    result = dbtRunner().invoke(["build", "--project-dir", str(PROJECT_DIR), *dbt_args])
-    log.info("ingestion %.1fs, dbt build %.1fs", ingested - started, time.monotonic() - ingested)
+    # the project's own profiles/ unless the user points dbt elsewhere (as `make` does)
+    profiles = [] if "--profiles-dir" in dbt_args or os.environ.get("DBT_PROFILES_DIR") else [
+        "--profiles-dir", str(PROJECT_DIR / "profiles")]
+    result = dbtRunner().invoke(["build", "--project-dir", str(PROJECT_DIR), *profiles, *dbt_args])
+    log.info("ingestion %.1fs, dbt build %.1fs: %s", ingested - started, time.monotonic() - ingested,
+             "ok" if result.success else "failed")
     if not result.success:
         log.error("dbt build failed: %s", result.exception or "see the dbt log above")
         return EXIT_FAILURE
