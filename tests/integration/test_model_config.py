@@ -1,0 +1,54 @@
+"""A silver model whose `hudi_options` would break what its correctness rests on stops
+before anything is written, with an error naming the option and how to fix it:
+merge-on-read (measured to lose keys deleted and re-inserted, README "Performance"),
+or a record key / ordering field other than the ones cdc_incremental derives."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from dbt.cli.main import dbtRunner
+
+from tests.support.paths import ROOT
+
+pytestmark = pytest.mark.integration
+
+
+def project_with_actor_options(tmp_path: Path, options: dict[str, str]) -> Path:
+    """A copy of the project whose silver.actor has `options` as its hudi_options."""
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in ("dbt_project.yml", "macros", "models", "seeds"):
+        source = ROOT / name
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, project / name)
+    models_yml = project / "models" / "silver" / "_silver__models.yml"
+    spec = yaml.safe_load(models_yml.read_text())
+    actor = next(m for m in spec["models"] if m["name"] == "actor")
+    actor["config"]["hudi_options"] = options
+    models_yml.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return project
+
+
+def run_actor(spark, project: Path):
+    return dbtRunner().invoke(["run", "--select", "actor", "--project-dir", str(project),
+                               "--profiles-dir", str(ROOT / "profiles"), "--target-path", str(project / "target")])
+
+
+@pytest.mark.parametrize(("options", "expected"), [
+    ({"type": "mor"}, "hudi_options sets type = 'mor'. Silver tables are copy-on-write"),
+    ({"hoodie.datasource.write.table.type": "MERGE_ON_READ"},
+     "hudi_options sets hoodie.datasource.write.table.type = 'MERGE_ON_READ'"),
+    ({"preCombineField": "last_update"}, "hudi_options sets preCombineField, which cdc_incremental derives itself"),
+    ({"primaryKey": "first_name"}, "hudi_options sets primaryKey, which cdc_incremental derives itself"),
+])
+def test_options_silver_correctness_rests_on_are_refused(spark, tmp_path: Path, options, expected):
+    before = {t.name for t in spark.catalog.listTables("silver")} if spark.catalog.databaseExists("silver") else set()
+    result = run_actor(spark, project_with_actor_options(tmp_path, options))
+    assert not result.success
+    messages = " ".join(str(r.message) for r in result.result.results)
+    assert expected in messages and "Remove " in messages, messages
+    after = {t.name for t in spark.catalog.listTables("silver")} if spark.catalog.databaseExists("silver") else set()
+    assert after == before  # stopped before writing anything
