@@ -11,7 +11,11 @@
                 materialization removes what they supersede.
       rejected  an event that cannot be applied (`_cdc_invalid`), with its reason
                 `_cdc_rejection` and where it came from; it is left out of `change`, so
-                a later valid event of the key applies normally. -#}
+                a later valid event of the key applies normally.
+
+    Change and rejected rows come from one aggregation, so the events are read and
+    decoded once: a key's valid events form one group, each rejected event a group of
+    its own (grouped by its topic, partition and offset too). -#}
 {% macro cdc_latest_per_key(change_events, resets) %}
     {#- derived columns are computed by the model from this result -#}
     {%- set columns = cdc_model_columns() | rejectattr('derived') | list -%}
@@ -22,54 +26,60 @@
         {%- if column.name in primary_key %}
         `{{ column.name }}`,
         {%- elif column.toastable %}
-        max_by(`{{ column.name }}`,
+        case when not _cdc_is_rejected then max_by(`{{ column.name }}`,
             case when not _cdc_deleted and not `_cdc_unavailable__{{ column.name }}` then _cdc_order end)
-            as `{{ column.name }}`,
+        end as `{{ column.name }}`,
         {%- else %}
-        max_by(`{{ column.name }}`, case when not _cdc_deleted then _cdc_order end) as `{{ column.name }}`,
+        case when not _cdc_is_rejected then max_by(`{{ column.name }}`, case when not _cdc_deleted then _cdc_order end)
+        end as `{{ column.name }}`,
         {%- endif %}
         {%- endfor %}
         max_by(_cdc_op, _cdc_order) as _cdc_op,
         max_by(_cdc_deleted, _cdc_order) as _cdc_deleted,
         max(_cdc_order) as _cdc_order,
-        max(case when not _cdc_deleted then _cdc_order end) as _cdc_values_order,
+        case when not _cdc_is_rejected then max(case when not _cdc_deleted then _cdc_order end)
+        end as _cdc_values_order,
         max_by(_cdc_source_ts, _cdc_order) as _cdc_source_ts,
         max_by(_cdc_commit_time, _cdc_order) as _cdc_commit_time,
         -- newest bronze commit read for the key (the watermark), winning or not
         max(_cdc_commit_time) as _cdc_window_commit_time,
         {%- if toastable %}
-        filter(array(
+        case when _cdc_is_rejected then cast(array() as array<string>) else filter(array(
             {%- for column in toastable %}
             case when count_if(not _cdc_deleted and not `_cdc_unavailable__{{ column.name }}`) = 0
                 then '{{ column.name }}' end
             {{- "," if not loop.last }}
             {%- endfor %}
-        ), name -> name is not null) as _cdc_unavailable,
+        ), name -> name is not null) end as _cdc_unavailable,
         {%- else %}
         cast(array() as array<string>) as _cdc_unavailable,
         {%- endif %}
-        'change' as _cdc_row,
-        {{ cdc_special_row_columns() }}
-    from {{ change_events }}
-    where size(_cdc_invalid) = 0
-    group by {% for key in primary_key %}`{{ key }}`{{ ", " if not loop.last }}{% endfor %}
-
-    union all
-
-    select
-        {{- cdc_columns_or_nulls(columns, keep=primary_key) }}
-        _cdc_op,
-        _cdc_deleted,
-        _cdc_order,
-        cast(null as string) as _cdc_values_order,
-        _cdc_source_ts,
-        _cdc_commit_time,
-        _cdc_commit_time as _cdc_window_commit_time,
-        cast(array() as array<string>) as _cdc_unavailable,
-        'rejected' as _cdc_row,
-        {{ cdc_special_row_columns(rejected=true) }}
-    from {{ change_events }}
-    where size(_cdc_invalid) > 0
+        case when _cdc_is_rejected then 'rejected' else 'change' end as _cdc_row,
+        cast(null as string) as _cdc_truncated_before,
+        cast(null as string) as _cdc_snapshot_position,
+        cast(null as string) as _cdc_snapshot_offsets,
+        -- where a rejected event came from and why (one event per group: max is that value)
+        case when _cdc_is_rejected then max(array_join(_cdc_invalid, '; ')) end as _cdc_rejection,
+        case when _cdc_is_rejected then max(_cdc_topic) end as _cdc_topic,
+        case when _cdc_is_rejected then max(_cdc_partition) end as _cdc_partition,
+        case when _cdc_is_rejected then max(_cdc_offset) end as _cdc_offset,
+        case when _cdc_is_rejected then max(_cdc_source_file) end as _cdc_source_file,
+        case when _cdc_is_rejected then max(_cdc_source_line) end as _cdc_source_line
+    from (
+        select
+            *,
+            size(_cdc_invalid) > 0 as _cdc_is_rejected
+        from {{ change_events }}
+    ) as events
+    group by
+        {%- for key in primary_key %}
+        `{{ key }}`,
+        {%- endfor %}
+        _cdc_is_rejected,
+        -- a rejected event is a group of its own (bronze is keyed by these three)
+        case when _cdc_is_rejected then _cdc_topic end,
+        case when _cdc_is_rejected then _cdc_partition end,
+        case when _cdc_is_rejected then _cdc_offset end
 
     union all
 
