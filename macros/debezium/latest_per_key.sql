@@ -55,16 +55,7 @@
         cast(array() as array<string>) as _cdc_unavailable,
         {%- endif %}
         case when _cdc_is_rejected then 'rejected' else 'change' end as _cdc_row,
-        cast(null as string) as _cdc_truncated_before,
-        cast(null as string) as _cdc_snapshot_position,
-        cast(null as string) as _cdc_snapshot_offsets,
-        -- where a rejected event came from and why (one event per group: max is that value)
-        case when _cdc_is_rejected then max(array_join(_cdc_invalid, '; ')) end as _cdc_rejection,
-        case when _cdc_is_rejected then max(_cdc_topic) end as _cdc_topic,
-        case when _cdc_is_rejected then max(_cdc_partition) end as _cdc_partition,
-        case when _cdc_is_rejected then max(_cdc_offset) end as _cdc_offset,
-        case when _cdc_is_rejected then max(_cdc_source_file) end as _cdc_source_file,
-        case when _cdc_is_rejected then max(_cdc_source_line) end as _cdc_source_line
+        {{ cdc_special_row_columns(rejected='grouped') }}
     from (
         select
             *,
@@ -99,15 +90,26 @@
 {% endmacro %}
 
 
-{#- The columns only `reset` and `rejected` rows fill (null elsewhere). -#}
+{#- The columns only `reset` and `rejected` rows fill (null elsewhere). `rejected`: false
+    (nulls), true (the event's own values) or 'grouped' (in cdc_latest_per_key's
+    aggregation, where a rejected event is a group of its own: max is its value). -#}
 {% macro cdc_special_row_columns(reset=false, rejected=false) -%}
     {%- for name in ['_cdc_truncated_before', '_cdc_snapshot_position', '_cdc_snapshot_offsets'] %}
     {{ name if reset else 'cast(null as string) as ' ~ name }},
     {%- endfor %}
-    {{ "array_join(_cdc_invalid, '; ')" if rejected else 'cast(null as string)' }} as _cdc_rejection,
-    {{ '_cdc_topic' if rejected else 'cast(null as string) as _cdc_topic' }},
-    {{ '_cdc_partition' if rejected else 'cast(null as int) as _cdc_partition' }},
-    {{ '_cdc_offset' if rejected else 'cast(null as bigint) as _cdc_offset' }},
-    {{ '_cdc_source_file' if rejected else 'cast(null as string) as _cdc_source_file' }},
-    {{ '_cdc_source_line' if rejected else 'cast(null as int) as _cdc_source_line' }}
+    {%- for value, name, data_type in [
+            ("array_join(_cdc_invalid, '; ')", '_cdc_rejection', 'string'),
+            ('_cdc_topic', '_cdc_topic', 'string'),
+            ('_cdc_partition', '_cdc_partition', 'int'),
+            ('_cdc_offset', '_cdc_offset', 'bigint'),
+            ('_cdc_source_file', '_cdc_source_file', 'string'),
+            ('_cdc_source_line', '_cdc_source_line', 'int')] %}
+    {%- if rejected == 'grouped' %}
+    case when _cdc_is_rejected then max({{ value }}) end as {{ name }}
+    {%- elif rejected %}
+    {{ value }} as {{ name }}
+    {%- else %}
+    cast(null as {{ data_type }}) as {{ name }}
+    {%- endif %}{{ "," if not loop.last }}
+    {%- endfor %}
 {%- endmacro %}

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from dbt.cli.main import dbtRunner
 
+from tests.support.lakehouse import dbt_invoke
 from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.integration
@@ -32,9 +32,6 @@ def project_with_actor_options(tmp_path: Path, options: dict[str, str]) -> Path:
     return project
 
 
-def run_actor(spark, project: Path):
-    return dbtRunner().invoke(["run", "--select", "actor", "--project-dir", str(project),
-                               "--profiles-dir", str(ROOT / "profiles"), "--target-path", str(project / "target")])
 
 
 @pytest.mark.parametrize(("options", "expected"), [
@@ -46,7 +43,8 @@ def run_actor(spark, project: Path):
 ])
 def test_options_silver_correctness_rests_on_are_refused(spark, tmp_path: Path, options, expected):
     before = {t.name for t in spark.catalog.listTables("silver")} if spark.catalog.databaseExists("silver") else set()
-    result = run_actor(spark, project_with_actor_options(tmp_path, options))
+    project = project_with_actor_options(tmp_path, options)
+    result = dbt_invoke("run", "--select", "actor", "--target-path", str(project / "target"), project=project)
     assert not result.success
     messages = " ".join(str(r.message) for r in result.result.results)
     assert expected in messages and "Remove " in messages, messages

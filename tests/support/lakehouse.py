@@ -13,10 +13,16 @@ from dbt.cli.main import dbtRunner
 from tests.support.paths import ROOT
 
 
+def dbt_invoke(*args: str, project: Path = ROOT) -> Any:
+    """`dbt <args>` on `project` (this one by default, with this project's profiles) in
+    the test's Spark session; returns dbt's runner result, failed or not."""
+    return dbtRunner().invoke([*args, "--project-dir", str(project), "--profiles-dir", str(ROOT / "profiles")])
+
+
 def dbt(*args: str) -> Any:
-    """`dbt <args>` on this project in the test's Spark session; fails the test if dbt
-    fails, else returns dbt's result (e.g. `.results[0].node.compiled_code` of a compile)."""
-    result = dbtRunner().invoke([*args, "--project-dir", str(ROOT), "--profiles-dir", str(ROOT / "profiles")])
+    """`dbt <args>` on this project; fails the test if dbt fails, else returns dbt's
+    result (e.g. `.results[0].node.compiled_code` of a compile)."""
+    result = dbt_invoke(*args)
     assert result.success, f"dbt {' '.join(args)} failed: {result.exception or result.result}"
     return result.result
 
