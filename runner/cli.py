@@ -4,7 +4,9 @@
     python -m runner --every 300 --input s3a://bucket/topics
 
 `--once` is for cron or an orchestrator (exit code says what happened); `--every N`
-repeats the pass every N seconds until SIGINT/SIGTERM, finishing the pass in progress.
+starts a pass N seconds after the last one ended, until SIGINT/SIGTERM, finishing the
+pass in progress (also when the signal goes to the whole process group, as systemd
+sends it: Spark's JVM is started with both signals ignored).
 Ingestion arguments are those of `python -m ingestion` (see its --help).
 """
 
@@ -17,8 +19,9 @@ import signal
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from ingestion import cli as ingestion_cli
 from ingestion.errors import IngestionError, UsageError
@@ -33,6 +36,18 @@ EXIT_QUARANTINED = 3
 EXIT_LOCKED = 4
 
 
+def _positive(kind: type) -> object:
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
+        return value
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m runner",
@@ -42,9 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     when = parser.add_mutually_exclusive_group(required=True)
     when.add_argument("--once", action="store_true", help="one pass, then exit (for cron / orchestrators)")
-    when.add_argument("--every", type=float, metavar="SECONDS", help="a pass every SECONDS until stopped")
+    when.add_argument("--every", type=_positive(float), metavar="SECONDS",
+                      help="a pass, then SECONDS of rest, again until stopped")
     parser.add_argument(
-        "--max-failures", type=int, default=3, metavar="N",
+        "--max-failures", type=_positive(int), default=3, metavar="N",
         help="with --every: stop after N failed passes in a row (default 3)",
     )
     parser.add_argument(
@@ -58,6 +74,21 @@ def _lock_path() -> Path:
     return Path(os.environ.get("CDC_LAKEHOUSE_DIR", "lakehouse")).resolve() / "run.lock"
 
 
+@contextmanager
+def _stop_signals_held() -> Iterator[None]:
+    """Around the start of Spark's JVM: SIGTERM ignored and blocked, so the JVM inherits it
+    ignored (pyspark does the same for SIGINT) and a SIGTERM sent to the whole process
+    group stops the runner after its pass instead of killing Spark under it. Blocked, a
+    SIGTERM that comes meanwhile stays pending and reaches the runner's handler after."""
+    previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+
+
 def one_pass(ingest_args: argparse.Namespace, dbt_args: list[str], target: str | None) -> int:
     """Ingest, then build; returns an exit code. dbt runs in-process on the same session."""
     from dbt.cli.main import dbtRunner
@@ -65,7 +96,8 @@ def one_pass(ingest_args: argparse.Namespace, dbt_args: list[str], target: str |
     from ingestion.spark import PROJECT_DIR, get_session
 
     run_ingestion = ingestion_cli.make_run(ingest_args)  # raises UsageError before Spark starts
-    spark = get_session(target)
+    with _stop_signals_held():
+        spark = get_session(target)
     started = time.monotonic()
     summary = run_ingestion(spark)
     print(summary.render(), flush=True)
