@@ -62,3 +62,19 @@ def test_hudi_settings_measures_both_settings(spark, tmp_path):
         (setting, kind) for setting in ("metadata table on", "metadata table off") for kind in ("ctas", "merge", "read")}
     assert all(float(r["median_s"]) > 0 for r in rows), rows
     assert spark.conf.get("hoodie.metadata.enable", None) == before
+
+
+def test_silver_index_measures_every_setting(spark, tmp_path):
+    """`python -m benchmarks.silver_index`, tiny and one round in the test session: every
+    setting's CTAS and MERGE timed (each MERGE is checked inside: row count and updated
+    rows), and its scratch tables dropped."""
+    from benchmarks import silver_index
+
+    out = tmp_path / "silver_index.csv"
+    assert silver_index.main(["--keys", "2000", "--changes", "200", "--rounds", "1", "--out", str(out)]) == 0
+    with open(out) as f:
+        rows = list(csv.DictReader(f))
+    assert {(r["setting"], r["measure"]) for r in rows} == {
+        (setting, measure) for setting in silver_index.SETTINGS for measure in ("ctas_s", "merge_s", "size_mib")}
+    assert all(float(r["median"]) > 0 and r["samples"] == "1" for r in rows), rows
+    assert not spark.sql(f"show tables in {silver_index.SCHEMA} like 'silver_index*'").collect()

@@ -3,7 +3,7 @@ tables and the MariaDB movies table) are ingested batch by batch, `dbt build` ru
 each batch, and every silver table is compared row by row with the current state the
 oracle computes from the raw files (the history tables with the versions it computes),
 and the gold tables with the same joins computed in Python. Then a --full-refresh build must give the same tables, and a build with no new
-input must change nothing. The decode macros are also checked on encodings the sample
+input must change nothing; silver's parquet is zstd. The decode macros are also checked on encodings the sample
 does not contain (tstzrange, ZonedTimestamp, infinity bounds, ...)."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 
 from ingestion.pipeline import IngestConfig, run as ingest
 from tests.support import oracle
-from tests.support.lakehouse import dbt, history_rows, silver_rows
+from tests.support.lakehouse import dbt, history_rows, parquet_codecs, silver_rows
 from tests.support.paths import require_pagila
 from tools.sample_data import DEFAULT_SEED, generate
 
@@ -162,6 +162,10 @@ def test_batches_incremental_full_refresh_and_rerun(spark, sample: Path, run_dir
     timelines = sorted(warehouse.glob("*.db/*/.hoodie"))
     assert {t.parent.parent.name for t in timelines} >= {"bronze.db", "silver.db"}, timelines
     assert not [t for t in timelines if (t / "metadata").exists()], "a Hudi table has a metadata table"
+
+    # Silver's tables are zstd (cdc_hudi_tblproperties), the files merges rewrote too.
+    codecs = parquet_codecs(spark, warehouse / "silver.db")
+    assert len(codecs) > len(oracle.TABLES) and all(c == {"ZSTD"} for c in codecs.values()), codecs
 
 
 # Encodings the sample does not contain, through the same decode macros the models use.

@@ -82,3 +82,22 @@ def drop_schemas(spark, schemas: Iterable[str]) -> None:
         spark.sql(f"drop database if exists `{schema}` cascade")
         shutil.rmtree(_warehouse(spark) / f"{schema}.db", ignore_errors=True)
     spark.catalog.clearCache()
+
+
+def parquet_codecs(spark, folder: Path) -> dict[str, set[str]]:
+    """The compression codecs of every column chunk of every parquet file under `folder`,
+    per file, read from the files' footers (through the JVM's parquet reader)."""
+    jvm = spark.sparkContext._jvm
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    parquet = jvm.org.apache.parquet.hadoop
+    codecs = {}
+    for path in sorted(folder.rglob("*.parquet")):
+        reader = parquet.ParquetFileReader.open(parquet.util.HadoopInputFile.fromPath(
+            jvm.org.apache.hadoop.fs.Path(str(path)), conf))
+        try:
+            codecs[str(path.relative_to(folder))] = {
+                column.getCodec().toString() for block in reader.getFooter().getBlocks()
+                for column in block.getColumns()}
+        finally:
+            reader.close()
+    return codecs

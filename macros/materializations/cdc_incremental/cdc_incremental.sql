@@ -111,12 +111,15 @@
 
 
 {#- Hudi table properties: copy-on-write, record key = primary key, ordering field =
-    _cdc_order (without it Hudi keeps duplicates of a key), plus `hudi_options`. -#}
+    _cdc_order (without it Hudi keeps duplicates of a key), zstd parquet (with Hudi's
+    default gzip a MERGE of 100k changes into 1M rows took 12.3 s instead of 8.1 s and
+    the table was 12% larger: benchmarks/silver_index.py), plus `hudi_options`. -#}
 {% macro cdc_hudi_tblproperties(primary_key) %}
     {%- set options = {
         'type': 'cow',
         'primaryKey': primary_key | join(','),
         'preCombineField': '_cdc_order',
+        'hoodie.parquet.compression.codec': 'zstd',
     } -%}
     {%- do options.update(config.get('hudi_options') or {}) -%}
     tblproperties (
