@@ -16,21 +16,15 @@ import argparse
 import csv
 import statistics
 import sys
-import time
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from benchmarks.measure import timed_sql
 from ingestion.spark import get_session, session_settings
 
 SETTINGS = {"metadata table on": "true", "metadata table off": "false"}
 TABLE = "bench_scratch.hudi_settings"
-
-
-def _timed(spark: SparkSession, sql: str) -> float:
-    start = time.perf_counter()
-    spark.sql(sql).collect()
-    return time.perf_counter() - start
 
 
 def one_round(spark: SparkSession, metadata: str, merges: int = 3) -> dict[str, list[float]]:
@@ -38,19 +32,19 @@ def one_round(spark: SparkSession, metadata: str, merges: int = 3) -> dict[str, 
     seconds: dict[str, list[float]] = {"ctas": [], "merge": [], "read": []}
     with session_settings(spark, {"hoodie.metadata.enable": metadata}):
         spark.sql(f"drop table if exists {TABLE} purge")
-        seconds["ctas"].append(_timed(spark, (
+        seconds["ctas"].append(timed_sql(spark, (
             f"create table {TABLE} using hudi "
             "tblproperties ('type' = 'cow', 'primaryKey' = 'id', 'preCombineField' = 'o') "
             "as select id, lpad(cast(id as string), 10, '0') as o, 'x' as v from range(1000)")))
         for i in range(1, merges + 1):
-            seconds["merge"].append(_timed(spark, (
+            seconds["merge"].append(timed_sql(spark, (
                 f"merge into {TABLE} as s using ("
                 f"select id, lpad(cast(id + {i} as string), 10, '0') as o, 'y' as v "
                 f"from range({i * 10}, {i * 10 + 20})"
                 ") as c on s.id = c.id "
                 "when matched then update set o = c.o, v = c.v "
                 "when not matched then insert (id, o, v) values (c.id, c.o, c.v)")))
-            seconds["read"].append(_timed(spark, f"select count(*) from {TABLE} where v = 'y'"))
+            seconds["read"].append(timed_sql(spark, f"select count(*) from {TABLE} where v = 'y'"))
         spark.sql(f"drop table if exists {TABLE} purge")
     return seconds
 

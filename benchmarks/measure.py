@@ -16,6 +16,14 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 
+def timed_sql(spark, sql: str) -> float:
+    """Seconds one statement takes in an already running session (`spark`), its result
+    collected: for benchmarks that compare statements, not processes."""
+    start = time.perf_counter()
+    spark.sql(sql).collect()
+    return time.perf_counter() - start
+
+
 class StepFailed(RuntimeError):
     """A benchmark step exited non-zero; the message names the step and its log."""
 

@@ -22,11 +22,11 @@ import argparse
 import csv
 import statistics
 import sys
-import time
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from benchmarks.measure import timed_sql
 from ingestion.spark import get_session
 
 # setting -> extra table properties (on top of what cdc_hudi_tblproperties sets)
@@ -61,12 +61,16 @@ def _rows_sql(first: int, count: int, version: str) -> str:
         from range({first}, {first + count})"""
 
 
+def drop_staging(spark: SparkSession) -> None:
+    for name in ("rows", "actions"):
+        spark.sql(f"drop table if exists {SCHEMA}.silver_index_{name} purge")
+
+
 def prepare(spark: SparkSession, keys: int, changes: int) -> dict[str, int]:
     """Parquet staging tables: the rows (`rows`) and the batch of actions (`actions`);
     returns the count of each action."""
     spark.sql(f"create database if not exists {SCHEMA}")
-    for name in ("rows", "actions"):
-        spark.sql(f"drop table if exists {SCHEMA}.silver_index_{name} purge")
+    drop_staging(spark)
     spark.sql(f"create table {SCHEMA}.silver_index_rows using parquet as {_rows_sql(0, keys, 'a')}"
               " distribute by pmod(hash(order_id), 8)")  # keys in no particular order, as in silver
     inserts = changes // 10
@@ -85,12 +89,6 @@ def prepare(spark: SparkSession, keys: int, changes: int) -> dict[str, int]:
         f"select _cdc_action, count(*) from {SCHEMA}.silver_index_actions group by 1").collect()}
 
 
-def _timed(spark: SparkSession, sql: str) -> float:
-    start = time.perf_counter()
-    spark.sql(sql).collect()
-    return time.perf_counter() - start
-
-
 def _parquet_mib(spark: SparkSession, table: str) -> float:
     """MiB of the table's parquet files (right after the CTAS: one version of each row)."""
     location = next(row.data_type for row in spark.sql(f"describe formatted {table}").collect()
@@ -106,12 +104,12 @@ def one_round(spark: SparkSession, properties: dict[str, str], keys: int, counts
     props = {"type": "cow", "primaryKey": "order_id", "preCombineField": "_cdc_order", **properties}
     names = ", ".join(COLUMNS)
     spark.sql(f"drop table if exists {table} purge")
-    ctas = _timed(spark, (
+    ctas = timed_sql(spark, (
         f"create table {table} using hudi tblproperties ("
         + ", ".join(f"'{k}' = '{v}'" for k, v in props.items())
         + f") as select {names} from {SCHEMA}.silver_index_rows"))
     size = _parquet_mib(spark, table)
-    merge = _timed(spark, f"""
+    merge = timed_sql(spark, f"""
         merge into {table} as stored
         using (select * from {SCHEMA}.silver_index_actions) as change
         on stored.order_id = change.order_id
@@ -149,8 +147,7 @@ def main(argv: list[str] | None = None) -> int:
             for measure, value in one_round(spark, properties, args.keys, counts).items():
                 samples.setdefault((name, measure), []).append(value)
                 print(f"{name}: {measure} {value:.2f}", flush=True)
-    for name in ("rows", "actions"):
-        spark.sql(f"drop table if exists {SCHEMA}.silver_index_{name} purge")
+    drop_staging(spark)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("w", newline="") as f:
         writer = csv.writer(f)

@@ -21,7 +21,7 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 from ingestion import cli as ingestion_cli
 from ingestion.errors import IngestionError, UsageError
@@ -36,8 +36,9 @@ EXIT_QUARANTINED = 3
 EXIT_LOCKED = 4
 
 
-def _positive(kind: type) -> object:
-    def parse(text: str) -> int | float:
+def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:
+    """An argparse type: `kind(text)`, refused unless more than 0."""
+    def parse(text: str) -> float:
         try:
             value = kind(text)
         except ValueError:

@@ -2,8 +2,9 @@
 tables and the MariaDB movies table) are ingested batch by batch, `dbt build` runs after
 each batch, and every silver table is compared row by row with the current state the
 oracle computes from the raw files (the history tables with the versions it computes),
-and the gold tables with the same joins computed in Python. Then a --full-refresh build must give the same tables, and a build with no new
-input must change nothing; silver's parquet is zstd. The decode macros are also checked on encodings the sample
+and the gold tables with the same joins computed in Python. Then a --full-refresh build
+must give the same tables, a build with no new input must change nothing, and silver's
+parquet files must be zstd. The decode macros are also checked on encodings the sample
 does not contain (tstzrange, ZonedTimestamp, infinity bounds, ...)."""
 
 from __future__ import annotations

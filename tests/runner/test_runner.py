@@ -300,14 +300,15 @@ def test_held_lock_exits_4_naming_it_and_the_loop_waits_it_out(tmp_path: Path) -
     assert not (lakehouse / "metastore_db").exists()
 
 
-@pytest.mark.parametrize(("option", "value"), [("--max-failures", "0"), ("--every", "0"), ("--every", "-1")])
-def test_a_count_or_interval_below_one_is_a_usage_error(tmp_path: Path, option: str, value: str) -> None:
+@pytest.mark.parametrize(("option", "value", "loop"), [
+    ("--max-failures", "0", ["--every", "0.1"]), ("--every", "0", []), ("--every", "-1", [])])
+def test_a_count_or_interval_below_one_is_a_usage_error(tmp_path: Path, option: str, value: str,
+                                                         loop: list[str]) -> None:
     """--max-failures 0 would stop after the first pass that did not fail; --every 0 would
     spin without rest (hundreds of locked passes a second)."""
     landing = tmp_path / "topics"
     landing.mkdir()
-    args = ["--every", "0.1", "--input", str(landing)]
-    args = [*args, option, value] if option != "--every" else ["--every", value, "--input", str(landing)]
+    args = [*loop, option, value, "--input", str(landing)]
     with exclusive(tmp_path / "lakehouse" / "run.lock"):  # were a pass to start: locked, no Spark
         result, seconds = run_quick(args, no_java_env(tmp_path))
     assert result.returncode == 2, result.stderr[-3000:]
