@@ -51,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         .option("hoodie.datasource.write.partitionpath.field", "")
         # the lakehouse's metadata-table setting (profiles/profiles.yml), as bronze has it
         .option("hoodie.metadata.enable", spark.conf.get("hoodie.metadata.enable", "true"))
+        .option("hoodie.parquet.compression.codec", "zstd")  # as bronze (ingestion/load.py)
         .mode("append")
         .save(args.path)
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Mapping
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -96,6 +97,20 @@ def list_source_files(spark: SparkSession, input_uri: str, topics: str | None = 
             )
         )
     return sorted(files, key=lambda f: f.uri)
+
+
+def share_offsets(files: list[SourceFile], lines: Mapping[str, int]) -> bool:
+    """Whether two readable files of one topic partition cover a common offset, file
+    `f` covering [start offset, start offset + its `lines[f.uri]`). The S3 sink writes
+    disjoint ranges; overlaps come from a range written again under another start
+    offset (e.g. by a sink restarted with other flush settings) or a copied file."""
+    ranges = sorted(
+        (f.topic, f.partition, f.start_offset, f.start_offset + lines.get(f.uri, 0))
+        for f in files
+        if f.error is None and f.partition is not None and f.start_offset is not None
+    )
+    # Sorted by start: a range that overlaps any later one overlaps the next one.
+    return any(a[:2] == b[:2] and b[2] < a[3] for a, b in zip(ranges, ranges[1:]))
 
 
 def catalog_frame(spark: SparkSession, files: list[SourceFile]) -> DataFrame:

@@ -170,7 +170,7 @@ def _run(spark: SparkSession, config: IngestConfig) -> RunSummary:
 
         write_tables(
             spark, schema, classified, {f.table for f in new_files if f.table and not f.error}, summary.tables,
-            ingested_at,
+            ingested_at, shared_offsets=extract.share_offsets(new_files, {uri: row["lines"] for uri, row in stats.items()}),
         )
         _write_ledger(spark, schema, new_files, stats, ingested_at)
     finally:
@@ -185,8 +185,11 @@ def write_tables(
     tables: set[str],
     counts: list[TableSummary],
     ingested_at: datetime,
+    shared_offsets: bool = False,
 ) -> None:
-    """Quarantine first, then every bronze table (keyed duplicate-drop inserts)."""
+    """Quarantine first, then every bronze table (keyed duplicate-drop inserts).
+    `shared_offsets`: some files of the batch cover the same offsets (extract.share_offsets;
+    a Kafka micro-batch never does)."""
     if any(t.quarantined for t in counts):
         load.ensure_table(spark, schema, QUARANTINE_TABLE, transform.QUARANTINE_COLUMNS, transform.QUARANTINE_KEY)
         load.insert_new_rows(
@@ -197,10 +200,10 @@ def write_tables(
     for table in sorted(tables):
         load.ensure_table(spark, schema, table, transform.BRONZE_COLUMNS, transform.BRONZE_KEY)
         if any(t.table == table and t.landed for t in counts):
-            load.insert_new_rows(
-                spark, transform.to_bronze(classified, table, ingested_at), schema, table, transform.BRONZE_COLUMNS,
-                transform.BRONZE_KEY,
-            )
+            bronze = transform.to_bronze(classified, table, ingested_at)
+            if shared_offsets:
+                bronze = transform.one_row_per_key(bronze)
+            load.insert_new_rows(spark, bronze, schema, table, transform.BRONZE_COLUMNS, transform.BRONZE_KEY)
 
 
 def default_sources_yml() -> Path:

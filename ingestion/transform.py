@@ -289,9 +289,16 @@ def _stamped(df: DataFrame, columns: list[tuple[str, str]], ingested_at: datetim
 
 
 def to_bronze(classified: DataFrame, table: str, ingested_at: datetime) -> DataFrame:
-    """Landed rows of one bronze table, exactly the bronze columns, one row per Kafka key."""
+    """Landed rows of one bronze table, exactly the bronze columns. One row per Kafka key
+    as long as no two of the batch's files share an offset (else see one_row_per_key)."""
     landed = classified.where((F.col("_status") == STATUS_LANDED) & (F.col("_table") == table))
-    return _stamped(landed, BRONZE_COLUMNS, ingested_at).dropDuplicates(BRONZE_KEY)
+    return _stamped(landed, BRONZE_COLUMNS, ingested_at)
+
+
+def one_row_per_key(bronze: DataFrame) -> DataFrame:
+    """One row per Kafka key (topic, partition, offset) of bronze rows from files that
+    share offsets. Only then: it shuffles and sorts every row of the batch."""
+    return bronze.dropDuplicates(BRONZE_KEY)
 
 
 def to_quarantine(classified: DataFrame, ingested_at: datetime) -> DataFrame:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from ingestion.cli import main
+from ingestion.extract import SourceFile, share_offsets
 from ingestion.pipeline import IngestConfig, RunSummary, run
 
 SCHEMA = "bronze_it_pipeline"
@@ -255,3 +256,46 @@ def test_rerun_new_file_and_replay(spark, sink, first_run):
                                      sources_yml=sink.parent / "sources.yml", reprocess=True))
     assert [t.table for t in replay.tables] == ["pg_public_actor"]
     assert counts(spark) == after
+
+
+def _file(topic: str, partition: int | None, start: int | None, error: str | None = None) -> SourceFile:
+    name = f"{topic}+{partition}+{start}.json"
+    return SourceFile(uri=name, read_path=name, topic=topic, partition=partition, start_offset=start, table="t",
+                      error=error)
+
+
+@pytest.mark.parametrize(("files", "lines", "shared"), [
+    # back to back, in any listing order: nothing shared
+    ([_file("a", 0, 3), _file("a", 0, 0)], {"a+0+0.json": 3, "a+0+3.json": 2}, False),
+    # one range written again from a later start offset
+    ([_file("a", 0, 0), _file("a", 0, 2)], {"a+0+0.json": 3, "a+0+2.json": 2}, True),
+    # a long range covering two later files
+    ([_file("a", 0, 0), _file("a", 0, 5), _file("a", 0, 7)], {"a+0+0.json": 9, "a+0+5.json": 1, "a+0+7.json": 1},
+     True),
+    # same offsets in other partitions or topics are other records
+    ([_file("a", 0, 0), _file("a", 1, 0), _file("b", 0, 0)], {"a+0+0.json": 3, "a+1+0.json": 3, "b+0+0.json": 3},
+     False),
+    # files with a file-level error go to quarantine, not bronze
+    ([_file("a", 0, 0), _file("a", 0, 1, error="bad name")], {"a+0+0.json": 3, "a+0+1.json": 3}, False),
+])
+def test_share_offsets(files, lines, shared):
+    assert share_offsets(files, lines) is shared
+
+
+def test_files_sharing_offsets_land_each_offset_once(spark, tmp_path):
+    """A range the sink wrote again under another start offset: bronze holds each offset
+    once, with the record the files agree on."""
+    root = tmp_path / "topics"
+    records = [envelope("c", None, {"actor_id": i}) for i in range(5)]
+    write_file(root, ACTOR, f"{ACTOR}+0+0.json", records[:3])  # offsets 0-2
+    write_file(root, ACTOR, f"{ACTOR}+0+2.json", records[2:])  # offsets 2-4
+    write_file(root, ACTOR, f"{ACTOR}+1+0.json", records[:1], partition=1)  # another partition's offset 0
+    (tmp_path / "sources.yml").write_text(SOURCES_YML)
+    schema = "bronze_it_shared_offsets"
+    spark.sql(f"DROP DATABASE IF EXISTS {schema} CASCADE")
+    summary = run(spark, IngestConfig(input_uri=str(root), bronze_schema=schema, sources_yml=tmp_path / "sources.yml"))
+    assert summary.table("pg_public_actor").landed == 7  # every line read; the shared one lands once
+    landed = [(r["_partition"], r["_offset"], r["_after"])
+              for r in spark.sql(f"SELECT * FROM {schema}.pg_public_actor ORDER BY _partition, _offset").collect()]
+    assert landed == [(0, i, f'{{"actor_id":{i}}}') for i in range(5)] + [(1, 0, '{"actor_id":0}')]
+    spark.sql(f"DROP DATABASE IF EXISTS {schema} CASCADE")
