@@ -34,6 +34,8 @@ SETTINGS: dict[str, dict[str, str]] = {
     "SIMPLE index (Hudi default)": {},
     "BLOOM index": {"hoodie.index.type": "BLOOM"},
     "BUCKET index, 4 buckets": {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "4"},
+    "BUCKET index, 4 buckets, zstd": {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "4",
+                                      "hoodie.parquet.compression.codec": "zstd"},
     "SIMPLE index, zstd": {"hoodie.parquet.compression.codec": "zstd"},
     "SIMPLE index, snappy": {"hoodie.parquet.compression.codec": "snappy"},
 }
