@@ -168,9 +168,10 @@ def _run(spark: SparkSession, config: IngestConfig) -> RunSummary:
         samples = transform.quarantine_samples(classified, SAMPLES_PER_TOPIC).collect() if summary.quarantined else []
         log_quarantine(samples, summary)
 
+        shared_offsets = extract.share_offsets(new_files, {uri: row["lines"] for uri, row in stats.items()})
         write_tables(
             spark, schema, classified, {f.table for f in new_files if f.table and not f.error}, summary.tables,
-            ingested_at, shared_offsets=extract.share_offsets(new_files, {uri: row["lines"] for uri, row in stats.items()}),
+            ingested_at, shared_offsets,
         )
         _write_ledger(spark, schema, new_files, stats, ingested_at)
     finally:
