@@ -119,7 +119,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args, rest = parser.parse_known_args(argv)
-        ingest_args = ingestion_cli.build_parser().parse_args(rest)
+        ingest_parser = ingestion_cli.build_parser()
+        ingest_parser.prog = parser.prog  # a mistyped option is reported under the command typed
+        ingest_args = ingest_parser.parse_args(rest)
     except SystemExit as exc:
         return int(exc.code or 0)
     logging.basicConfig(

@@ -18,10 +18,12 @@ case is built so that a plausible mistake in runner/cli.py makes it fail:
   (3: it quarantined a malformed line). Afterwards silver.actor equals, row by row, the
   state computed here from the records written, and the line is in bronze._quarantine
   with its file, line and offset;
+- SIGTERM to the process group while Spark's JVM is starting: the JVM survives it, the
+  pass it interrupted runs to its end, then the loop stops (exit 0);
 - `--max-failures N`: a loop whose every pass fails (dbt rejects an option) stops
   after exactly N passes, exits 1 and says why.
 
-Spark starts in two runner processes (the loop and --max-failures). The silver and
+Spark starts in three runner processes (the loop, the JVM start and --max-failures). The silver and
 quarantine tables are then read by path through the test session's Spark: Hudi needs
 no metastore for that, and a session that is already running costs nothing more.
 """
@@ -266,7 +268,9 @@ def land(landing: Path, start: int, lines: list[str]) -> Path:
     # (three of those would exit 1) or be retried forever
     (["--every", "0.1", "--input", "{landing}", "--topic-pattern", "x"],
      "--topic-pattern and --checkpoint go with --kafka-bootstrap-servers, not --input"),
-], ids=["once-and-every", "no-source", "kafka-without-pattern", "input-with-topic-pattern-in-loop"])
+    # left over by the runner's parser, refused by the ingestion's: named as the runner's
+    (["--once", "--evrey", "5", "--input", "{landing}"], "python -m runner: error: unrecognized arguments: --evrey 5"),
+], ids=["once-and-every", "no-source", "kafka-without-pattern", "input-with-topic-pattern-in-loop", "mistyped"])
 def test_usage_error_exits_2_naming_it_without_spark(tmp_path: Path, args: list[str], message: str) -> None:
     args = [arg.format(landing=tmp_path / "topics") for arg in args]
     result, seconds = run_quick(args, no_java_env(tmp_path))
@@ -371,6 +375,50 @@ def test_loop_goes_on_after_failed_passes_and_finishes_the_pass_in_progress_on_s
     quarantine = spark.read.format("hudi").load(str(warehouse / "bronze.db" / "_quarantine"))
     assert [tuple(row) for row in quarantine.select("_source_file", "_source_line", "_offset", "reason", "raw")
             .collect()] == [(f"file:{second}", 2, len(FIRST) + 1, "malformed JSON or not a JSON object", MALFORMED)]
+
+
+def java_in_group(pgid: int) -> bool:
+    """Whether a `java` process runs in process group `pgid` (/proc/<pid>/stat: comm in
+    parentheses, then state, ppid, pgrp)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # the process ended meanwhile
+            continue
+        comm, rest = text[text.index("(") + 1:text.rindex(")")], text[text.rindex(")") + 2:].split()
+        if comm == "java" and int(rest[2]) == pgid:
+            return True
+    return False
+
+
+def test_sigterm_while_spark_starts_lets_the_pass_run_then_stops(spark, tmp_path: Path) -> None:
+    """The JVM is started with SIGTERM ignored and the runner holds SIGTERM blocked until
+    the session is up: a SIGTERM meanwhile must neither kill the JVM nor be lost."""
+    landing, sources = tmp_path / "topics", tmp_path / "sources.yml"
+    replace_text(sources, SOURCES)
+    land(landing, 0, [envelope(*event) for event in FIRST])
+    args = ["--every", "600", "--input", str(landing), "--sources-yml", str(sources), *ACTOR_ONLY]
+    reading = re.compile(r"INFO ingestion\.pipeline: reading 1 new file\(s\)")
+    with running(args, runner_env(tmp_path), tmp_path / "runner.log") as (proc, out):
+        deadline = time.monotonic() + PASS_TIMEOUT
+        while not java_in_group(proc.pid):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"no Spark JVM appeared (runner exit {proc.poll()}):\n{out.text()[-3000:]}", pytrace=False)
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGTERM)
+        started_reading = bool(out.found(reading))
+        # a lost SIGTERM leaves the loop resting 600 s: the wait below fails
+        code = exit_code(proc, out, PASS_TIMEOUT, "after SIGTERM during Spark's start")
+    text = out.text()
+    assert not started_reading, "the signal came after the session was up: the test did not test the start"
+    assert code == 0, f"exit {code}:\n{text[-5000:]}"
+    assert out.found(reading) and [m.group(1) for m in out.found(PASS_END)] == ["ok"], text[-5000:]
+    assert STOPPED.search(out.runner_lines()[-1]), text[-5000:]
+    silver = [row.asDict() for row in spark.read.format("hudi").load(
+        str(tmp_path / "lakehouse" / "warehouse" / "silver.db" / "actor"))
+        .select("actor_id", "first_name", "last_name", "last_update").collect()]
+    problems = diff("silver.actor", current_state(FIRST), silver, ["actor_id"])
+    assert not problems, "\n".join(problems)
 
 
 def test_max_failures_stops_a_loop_whose_every_pass_fails(tmp_path: Path) -> None:
