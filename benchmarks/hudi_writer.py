@@ -17,6 +17,7 @@ import sys
 
 from pyspark.sql import functions as F
 
+from ingestion.load import INSERT_SETTINGS
 from ingestion.spark import get_session
 
 ROW = ("struct<order_id:bigint,customer_id:int,status:string,amount:string,order_date:int,"
@@ -51,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         .option("hoodie.datasource.write.partitionpath.field", "")
         # the lakehouse's metadata-table setting (profiles/profiles.yml), as bronze has it
         .option("hoodie.metadata.enable", spark.conf.get("hoodie.metadata.enable", "true"))
-        .option("hoodie.parquet.compression.codec", "zstd")  # as bronze (ingestion/load.py)
+        .option("hoodie.parquet.compression.codec", INSERT_SETTINGS["hoodie.parquet.compression.codec"])  # as bronze
         .mode("append")
         .save(args.path)
     )

@@ -51,7 +51,8 @@ def _children() -> dict[int, list[int]]:
     return tree
 
 
-def _descendants(pid: int) -> list[int]:
+def descendants(pid: int) -> list[int]:
+    """`pid` and every process below it, from /proc."""
     tree, out, todo = _children(), [], [pid]
     while todo:
         p = todo.pop()
@@ -60,7 +61,8 @@ def _descendants(pid: int) -> list[int]:
     return out
 
 
-def _hwm_and_name(pid: int) -> tuple[str, float]:
+def name_and_hwm(pid: int) -> tuple[str, float]:
+    """A process's name and peak RSS in MiB (VmHWM); ("", 0.0) once it has ended."""
     name, hwm = "", 0.0
     try:
         with open(f"/proc/{pid}/status") as f:
@@ -87,8 +89,8 @@ class _PeakSampler(threading.Thread):
 
     def run(self) -> None:
         while not self.stop.is_set():
-            for p in _descendants(self.pid):
-                name, hwm = _hwm_and_name(p)
+            for p in descendants(self.pid):
+                name, hwm = name_and_hwm(p)
                 if name == "java":
                     self.jvm[p] = max(self.jvm.get(p, 0.0), hwm)
                 elif p == self.pid:

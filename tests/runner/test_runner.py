@@ -45,6 +45,7 @@ from typing import Iterator
 
 import pytest
 
+from benchmarks.measure import descendants, name_and_hwm
 from ingestion.lock import exclusive
 from tests.support.compare import diff
 from tests.support.paths import ROOT
@@ -238,6 +239,14 @@ def exit_code(proc: subprocess.Popen, out: Output, timeout: float, what: str) ->
                     + out.text()[-4000:], pytrace=False)
 
 
+def silver_actor(spark, tmp_path: Path) -> list[dict]:
+    """silver.actor of the runner's lakehouse, read by path (the test session's metastore
+    does not know it)."""
+    table = tmp_path / "lakehouse" / "warehouse" / "silver.db" / "actor"
+    columns = ["actor_id", "first_name", "last_name", "last_update"]
+    return [row.asDict() for row in spark.read.format("hudi").load(str(table)).select(*columns).collect()]
+
+
 def replace_text(path: Path, text: str) -> None:
     """Write a file whole (a pass reading it meanwhile sees the old or the new one)."""
     staging = path.with_name(path.name + ".tmp")
@@ -363,32 +372,18 @@ def test_loop_goes_on_after_failed_passes_and_finishes_the_pass_in_progress_on_s
     assert re.search(rf"WARNING ingestion\.pipeline: quarantined file:{re.escape(str(second))} line 2: "
                      r"malformed JSON or not a JSON object", text), text[-5000:]
 
-    # The runner's lakehouse, read by path (the test session's metastore does not know it).
-    warehouse = tmp_path / "lakehouse" / "warehouse"
-    columns = ["actor_id", "first_name", "last_name", "last_update"]
-    silver = [row.asDict() for row in
-              spark.read.format("hudi").load(str(warehouse / "silver.db" / "actor")).select(*columns).collect()]
     expected = current_state([*FIRST, UPDATE, DELETE])
     assert [row["first_name"] for row in expected] == ["ANNE", "BOBBY", "DORA"]  # the fold above, spelled out
-    problems = diff("silver.actor", expected, silver, ["actor_id"])
+    problems = diff("silver.actor", expected, silver_actor(spark, tmp_path), ["actor_id"])
     assert not problems, "\n".join(problems)
-    quarantine = spark.read.format("hudi").load(str(warehouse / "bronze.db" / "_quarantine"))
+    quarantine = spark.read.format("hudi").load(str(tmp_path / "lakehouse" / "warehouse" / "bronze.db" / "_quarantine"))
     assert [tuple(row) for row in quarantine.select("_source_file", "_source_line", "_offset", "reason", "raw")
             .collect()] == [(f"file:{second}", 2, len(FIRST) + 1, "malformed JSON or not a JSON object", MALFORMED)]
 
 
-def java_in_group(pgid: int) -> bool:
-    """Whether a `java` process runs in process group `pgid` (/proc/<pid>/stat: comm in
-    parentheses, then state, ppid, pgrp)."""
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:  # the process ended meanwhile
-            continue
-        comm, rest = text[text.index("(") + 1:text.rindex(")")], text[text.rindex(")") + 2:].split()
-        if comm == "java" and int(rest[2]) == pgid:
-            return True
-    return False
+def java_below(pid: int) -> bool:
+    """Whether a `java` process runs below process `pid` (Spark's JVM, once it is launched)."""
+    return any(name_and_hwm(p)[0] == "java" for p in descendants(pid) if p != pid)
 
 
 def test_sigterm_while_spark_starts_lets_the_pass_run_then_stops(spark, tmp_path: Path) -> None:
@@ -401,7 +396,7 @@ def test_sigterm_while_spark_starts_lets_the_pass_run_then_stops(spark, tmp_path
     reading = re.compile(r"INFO ingestion\.pipeline: reading 1 new file\(s\)")
     with running(args, runner_env(tmp_path), tmp_path / "runner.log") as (proc, out):
         deadline = time.monotonic() + PASS_TIMEOUT
-        while not java_in_group(proc.pid):
+        while not java_below(proc.pid):
             if proc.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"no Spark JVM appeared (runner exit {proc.poll()}):\n{out.text()[-3000:]}", pytrace=False)
             time.sleep(0.05)
@@ -414,10 +409,7 @@ def test_sigterm_while_spark_starts_lets_the_pass_run_then_stops(spark, tmp_path
     assert code == 0, f"exit {code}:\n{text[-5000:]}"
     assert out.found(reading) and [m.group(1) for m in out.found(PASS_END)] == ["ok"], text[-5000:]
     assert STOPPED.search(out.runner_lines()[-1]), text[-5000:]
-    silver = [row.asDict() for row in spark.read.format("hudi").load(
-        str(tmp_path / "lakehouse" / "warehouse" / "silver.db" / "actor"))
-        .select("actor_id", "first_name", "last_name", "last_update").collect()]
-    problems = diff("silver.actor", current_state(FIRST), silver, ["actor_id"])
+    problems = diff("silver.actor", current_state(FIRST), silver_actor(spark, tmp_path), ["actor_id"])
     assert not problems, "\n".join(problems)
 
 

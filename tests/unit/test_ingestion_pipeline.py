@@ -14,6 +14,7 @@ import pytest
 from ingestion.cli import main
 from ingestion.extract import SourceFile, share_offsets
 from ingestion.pipeline import IngestConfig, RunSummary, run
+from tests.support.lakehouse import drop_schemas
 
 SCHEMA = "bronze_it_pipeline"
 
@@ -292,10 +293,13 @@ def test_files_sharing_offsets_land_each_offset_once(spark, tmp_path):
     write_file(root, ACTOR, f"{ACTOR}+1+0.json", records[:1], partition=1)  # another partition's offset 0
     (tmp_path / "sources.yml").write_text(SOURCES_YML)
     schema = "bronze_it_shared_offsets"
-    spark.sql(f"DROP DATABASE IF EXISTS {schema} CASCADE")
-    summary = run(spark, IngestConfig(input_uri=str(root), bronze_schema=schema, sources_yml=tmp_path / "sources.yml"))
-    assert summary.table("pg_public_actor").landed == 7  # every line read; the shared one lands once
-    landed = [(r["_partition"], r["_offset"], r["_after"])
-              for r in spark.sql(f"SELECT * FROM {schema}.pg_public_actor ORDER BY _partition, _offset").collect()]
-    assert landed == [(0, i, f'{{"actor_id":{i}}}') for i in range(5)] + [(1, 0, '{"actor_id":0}')]
-    spark.sql(f"DROP DATABASE IF EXISTS {schema} CASCADE")
+    drop_schemas(spark, [schema])
+    try:
+        summary = run(spark, IngestConfig(input_uri=str(root), bronze_schema=schema,
+                                          sources_yml=tmp_path / "sources.yml"))
+        assert summary.table("pg_public_actor").landed == 7  # every line read; the shared one lands once
+        landed = [(r["_partition"], r["_offset"], r["_after"]) for r in
+                  spark.sql(f"SELECT * FROM {schema}.pg_public_actor ORDER BY _partition, _offset").collect()]
+        assert landed == [(0, i, f'{{"actor_id":{i}}}') for i in range(5)] + [(1, 0, '{"actor_id":0}')]
+    finally:
+        drop_schemas(spark, [schema])
