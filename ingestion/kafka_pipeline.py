@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from ingestion import kafka_source, load, transform
 from ingestion.naming import qualified
 from ingestion.pipeline import (
+    CACHE_SETTINGS,
     QUARANTINE_TABLE,
     SAMPLES_PER_TOPIC,
     RunSummary,
@@ -29,6 +30,7 @@ from ingestion.pipeline import (
     validate_bronze_schema,
 )
 from ingestion.sources import load_primary_keys
+from ingestion.spark import session_settings
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +81,10 @@ def _run_kafka(spark: SparkSession, config: KafkaIngestConfig) -> RunSummary:
 
     def write_batch(records: DataFrame, batch_id: int) -> None:
         # foreachBatch hands over a cloned session: temp views must be made and read in it.
+        with session_settings(records.sparkSession, CACHE_SETTINGS):  # read when the caches are built
+            land_batch(records, batch_id)
+
+    def land_batch(records: DataFrame, batch_id: int) -> None:
         batch_spark = records.sparkSession
         records = records.persist(StorageLevel.MEMORY_AND_DISK)
         try:

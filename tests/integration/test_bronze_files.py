@@ -3,7 +3,9 @@
 Hudi adds an insert's rows to a table file smaller than `hoodie.parquet.small.file.limit`
 by rewriting that file. The ingestion caps the limit (load.SMALL_FILE_LIMIT_BYTES) so a
 small run stops rewriting an ever larger file; this checks that the session setting
-reaches Hudi's writer both ways, and that no row is lost or doubled either way.
+reaches Hudi's writer both ways, and that no row is lost or doubled either way. Large
+shares of a run go in with bulk_insert instead (load.BULK_INSERT_MIN_BYTES), which
+writes new files and leaves small ones alone.
 """
 
 from __future__ import annotations
@@ -28,9 +30,9 @@ def table(spark):
     drop_schemas(spark, [SCHEMA])
 
 
-def _insert(spark, first: int, count: int) -> None:
+def _insert(spark, first: int, count: int, bulk: bool = False) -> None:
     rows = [(f"k{i:05d}", f"value {i}") for i in range(first, first + count)]
-    load.insert_new_rows(spark, spark.createDataFrame(rows, "k string, v string"), SCHEMA, TABLE, COLUMNS, KEY)
+    load.insert_new_rows(spark, spark.createDataFrame(rows, "k string, v string"), SCHEMA, TABLE, COLUMNS, KEY, bulk)
 
 
 def _file_groups(spark, table: str) -> int:
@@ -55,3 +57,28 @@ def test_small_file_limit_reaches_hudi(spark, table, monkeypatch):
 
     keys = [row[0] for row in spark.sql(f"select k from {table}").collect()]
     assert sorted(keys) == [f"k{i:05d}" for i in range(350)]
+
+
+def test_bulk_insert_writes_new_files_and_each_key_once(spark, table):
+    _insert(spark, 0, 100)
+    assert _file_groups(spark, table) == 1
+    # half of it already there; bulk_insert writes k00100..k00149 to a new file, although
+    # the table's file is small (an insert would have rewritten it, as above)
+    _insert(spark, 50, 100, bulk=True)
+    assert _file_groups(spark, table) == 2
+    # a plain insert after it still adds to a small file
+    _insert(spark, 150, 100)
+    assert _file_groups(spark, table) == 2
+
+    rows = [tuple(row) for row in spark.sql(f"select k, v from {table}").collect()]
+    assert sorted(rows) == [(f"k{i:05d}", f"value {i}") for i in range(250)]
+
+
+@pytest.mark.parametrize(("input_bytes", "bulk"), [
+    (None, False),  # not known (Kafka micro-batch)
+    (0, False),
+    (load.BULK_INSERT_MIN_BYTES - 1, False),
+    (load.BULK_INSERT_MIN_BYTES, True),
+])
+def test_use_bulk_insert(input_bytes, bulk):
+    assert load.use_bulk_insert(input_bytes) is bulk

@@ -6,11 +6,13 @@ shape and problem at once; later tests replay, extend and re-read that input."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
+from ingestion import load
 from ingestion.cli import main
 from ingestion.extract import SourceFile, share_offsets
 from ingestion.pipeline import IngestConfig, RunSummary, run
@@ -110,8 +112,8 @@ def first_run(spark, sink) -> RunSummary:
     return run(spark, IngestConfig(input_uri=str(sink), bronze_schema=SCHEMA, sources_yml=sink.parent / "sources.yml"))
 
 
-def rows(spark, table: str, order: str) -> list[dict]:
-    df = spark.sql(f"SELECT * FROM `{SCHEMA}`.`{table}` ORDER BY {order}")
+def rows(spark, table: str, order: str, schema: str = SCHEMA) -> list[dict]:
+    df = spark.sql(f"SELECT * FROM `{schema}`.`{table}` ORDER BY {order}")
     return [{k: v for k, v in r.asDict().items() if not k.startswith("_hoodie")} for r in df.collect()]
 
 
@@ -301,5 +303,39 @@ def test_files_sharing_offsets_land_each_offset_once(spark, tmp_path):
         landed = [(r["_partition"], r["_offset"], r["_after"]) for r in
                   spark.sql(f"SELECT * FROM {schema}.pg_public_actor ORDER BY _partition, _offset").collect()]
         assert landed == [(0, i, f'{{"actor_id":{i}}}') for i in range(5)] + [(1, 0, '{"actor_id":0}')]
+    finally:
+        drop_schemas(spark, [schema])
+
+
+def test_large_shares_land_with_bulk_insert(spark, sink, first_run, monkeypatch):
+    """With every table's share over load.BULK_INSERT_MIN_BYTES, the bronze tables go in
+    with bulk_insert and hold the same rows as the plain inserts of the first run; a
+    replay adds nothing."""
+    monkeypatch.setattr(load, "BULK_INSERT_MIN_BYTES", 1)
+    calls: list[tuple[str, bool]] = []
+    insert = load.insert_new_rows
+
+    def spy(spark, df, schema, table, columns, key, bulk=False):  # noqa: ANN001, ANN202
+        calls.append((table, bulk))
+        insert(spark, df, schema, table, columns, key, bulk)
+
+    monkeypatch.setattr(load, "insert_new_rows", spy)
+    schema = "bronze_it_bulk"
+    config = IngestConfig(input_uri=str(sink), bronze_schema=schema, sources_yml=sink.parent / "sources.yml")
+    tables = ["pg_public_actor", "my_inventory_customers", "pg_public_film", "_quarantine"]
+    drop_schemas(spark, [schema])
+    try:
+        run(spark, config)
+        # quarantine and ledger rows are few and go in as plain inserts
+        assert sorted(calls) == sorted([("_quarantine", False), ("_ingested_files", False), ("pg_public_actor", True),
+                                        ("my_inventory_customers", True), ("pg_public_film", True)])
+        order = "_source_file, _source_line"
+        for table in tables:  # the first run's schema holds every file of the sink too
+            got = [{k: v for k, v in r.items() if k != "_ingested_at"} for r in rows(spark, table, order, schema)]
+            want = [{k: v for k, v in r.items() if k != "_ingested_at"} for r in rows(spark, table, order)]
+            assert got == want, table
+        before = {t: spark.table(f"{schema}.{t}").count() for t in tables}
+        run(spark, replace(config, reprocess=True))
+        assert {t: spark.table(f"{schema}.{t}").count() for t in tables} == before
     finally:
         drop_schemas(spark, [schema])
