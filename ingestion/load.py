@@ -7,11 +7,14 @@ file (e.g. after a crash before the ledger write) adds no rows.
 from __future__ import annotations
 
 import logging
+import operator
 from contextlib import nullcontext
+from functools import reduce
 from pathlib import Path
 from typing import ContextManager
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from ingestion.lock import exclusive
 from ingestion.naming import qualified, quote
@@ -134,7 +137,8 @@ def insert_new_rows(
     key ranges of the table's files, which for a bronze key (topic, partition, offset as
     one string that does not sort by offset) cannot skip a file, and then re-reads the
     batch for each of its stages. Reading three columns of the table is cheaper."""
-    known = spark.table(qualified(schema, table)).select(*key).join(df.select(*key), key, "left_semi")
+    held = within_key_bounds(spark.table(qualified(schema, table)).select(*key), df, key)
+    known = held.join(df.select(*key), key, "left_semi")
     # Usually none (only replays find some): then the batch goes in as it is, without the
     # anti-join's shuffle and sort of every row of it.
     new = df if known.isEmpty() else df.join(known, key, "left_anti")
@@ -148,17 +152,28 @@ def insert_new_rows(
         spark.catalog.dropTempView(view)
 
 
-def landed_topics(spark: SparkSession, schema: str, ledger: str) -> set[str]:
-    """Topics of which a previous run landed at least one record."""
-    if not table_exists(spark, schema, ledger):
-        return set()
-    rows = spark.sql(f"SELECT DISTINCT {quote('_topic')} FROM {qualified(schema, ledger)} WHERE landed > 0").collect()
-    return {row[0] for row in rows}
+def within_key_bounds(table: DataFrame, batch: DataFrame, key: list[str]) -> DataFrame:
+    """The rows of `table` whose every `key` column lies between the batch's least and
+    greatest value of it: only they can share a key with the batch. Parquet's column
+    statistics let the scan skip the files and row groups outside (bronze's offsets rise
+    from commit to commit), so the check reads about what the batch adds, not the whole
+    history: 0.7-1.2 s instead of 1.5-2.4 s for 1,000 events against 10M (README
+    "Performance"). An empty batch has no bounds and matches nothing."""
+    bounds = batch.agg(
+        *[F.min(name).alias(f"lo{i}") for i, name in enumerate(key)],
+        *[F.max(name).alias(f"hi{i}") for i, name in enumerate(key)],
+    ).first()
+    inside = [F.col(name).between(F.lit(bounds[f"lo{i}"]), F.lit(bounds[f"hi{i}"])) for i, name in enumerate(key)]
+    return table.where(reduce(operator.and_, inside))
 
 
-def ingested_files(spark: SparkSession, schema: str, ledger: str) -> set[str]:
-    """`_source_file` of every file a previous run completed."""
+def read_ledger(spark: SparkSession, schema: str, ledger: str) -> tuple[set[str], set[str]]:
+    """(`_source_file` of every file a previous run completed, topics of which a previous
+    run landed at least one record), in one read: each read of a Hudi table lists its
+    files and runs a job (about 1 s each for the ledger of the bench's lakehouse)."""
     if not table_exists(spark, schema, ledger):
-        return set()
-    rows = spark.sql(f"SELECT {quote('_source_file')} FROM {qualified(schema, ledger)}").collect()
-    return {row[0] for row in rows}
+        return set(), set()
+    rows = spark.sql(
+        f"SELECT {quote('_source_file')}, {quote('_topic')}, landed > 0 AS landed FROM {qualified(schema, ledger)}"
+    ).collect()
+    return {row[0] for row in rows}, {row[1] for row in rows if row[2]}

@@ -151,9 +151,10 @@ def _run(spark: SparkSession, config: IngestConfig) -> RunSummary:
 
     files = extract.list_source_files(spark, config.input_uri, config.topics)
     load.ensure_schema(spark, schema)
-    done = set() if config.reprocess else load.ingested_files(spark, schema, LEDGER_TABLE)
-    new_files = _reject_table_collisions(
-        [f for f in files if f.uri not in done], load.landed_topics(spark, schema, LEDGER_TABLE))
+    done, landed_topics = load.read_ledger(spark, schema, LEDGER_TABLE)
+    if config.reprocess:
+        done = set()
+    new_files = _reject_table_collisions([f for f in files if f.uri not in done], landed_topics)
     summary = RunSummary(files_skipped=len(files) - len(new_files))
     if not new_files:
         log.info("no new files under %s (%d already ingested)", config.input_uri, summary.files_skipped)

@@ -82,3 +82,18 @@ def test_bulk_insert_writes_new_files_and_each_key_once(spark, table):
 ])
 def test_use_bulk_insert(input_bytes, bulk):
     assert load.use_bulk_insert(input_bytes) is bulk
+
+
+def test_within_key_bounds_keeps_the_rows_that_can_match_the_batch(spark):
+    table_rows = [("a", p, o) for p in (0, 1) for o in range(0, 100, 7)] + [("b", 0, 50), ("c", 1, 60)]
+    batch_rows = [("a", 0, 40), ("b", 1, 70), ("a", 1, 49)]
+    schema = "t string, p int, o bigint"
+    table, batch = spark.createDataFrame(table_rows, schema), spark.createDataFrame(batch_rows, schema)
+
+    got = sorted(tuple(r) for r in load.within_key_bounds(table, batch, ["t", "p", "o"]).collect())
+    bounds = [(min(col), max(col)) for col in zip(*batch_rows)]
+    want = sorted(r for r in table_rows if all(lo <= v <= hi for v, (lo, hi) in zip(r, bounds)))
+    assert got == want and ("b", 0, 50) in got and ("c", 1, 60) not in got
+    # every row that shares a key with the batch is kept
+    assert {r for r in table_rows if r in batch_rows} <= set(got)
+    assert load.within_key_bounds(table, batch.limit(0), ["t", "p", "o"]).count() == 0
