@@ -177,9 +177,9 @@ def _run(spark: SparkSession, config: IngestConfig) -> RunSummary:
             log_quarantine(samples, summary)
 
             shared_offsets = extract.share_offsets(new_files, {uri: row["lines"] for uri, row in stats.items()})
+            input_bytes = _input_bytes(new_files)  # its keys: the bronze tables the run writes
             write_tables(
-                spark, schema, classified, {f.table for f in new_files if f.table and not f.error}, summary.tables,
-                ingested_at, shared_offsets, _input_bytes(new_files),
+                spark, schema, classified, set(input_bytes), summary.tables, ingested_at, shared_offsets, input_bytes,
             )
             _write_ledger(spark, schema, new_files, stats, ingested_at)
         finally:
@@ -214,12 +214,13 @@ def write_tables(
             bronze = transform.to_bronze(classified, table, ingested_at)
             if shared_offsets:
                 bronze = transform.one_row_per_key(bronze)
-            bulk = load.use_bulk_insert(None if input_bytes is None else input_bytes.get(table, 0))
+            bulk = load.use_bulk_insert((input_bytes or {}).get(table))
             load.insert_new_rows(spark, bronze, schema, table, transform.BRONZE_COLUMNS, transform.BRONZE_KEY, bulk)
 
 
 def _input_bytes(files: list[extract.SourceFile]) -> dict[str, int]:
-    """Sink file bytes per bronze table (files with a file-level error land nothing)."""
+    """Sink file bytes per bronze table that lands records: files with a file-level
+    error land nothing."""
     sizes: dict[str, int] = {}
     for f in files:
         if f.table and not f.error:
