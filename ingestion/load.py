@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import logging
 import operator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
+from dataclasses import dataclass
 from functools import reduce
 from pathlib import Path
-from typing import ContextManager
+from typing import ContextManager, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -50,6 +52,11 @@ BULK_INSERT_SETTINGS = {
     # No sort: bronze is read by commit, not by key range, so the shuffle would buy nothing.
     "hoodie.bulkinsert.sort.mode": "NONE",
 }
+
+# The plain inserts of one run's tables go this many at a time. A small table's insert is
+# mostly the driver's work (planning, Hudi's commit and timeline files), which leaves the
+# cores idle: overlapping them fills the gaps (README "Performance").
+WRITE_THREADS = 4
 
 LEDGER_COLUMNS: list[tuple[str, str]] = [
     ("_topic", "string"),
@@ -96,15 +103,18 @@ def remove_orphan_location(spark: SparkSession, schema: str, table: str) -> None
 
 def ensure_table(
     spark: SparkSession, schema: str, table: str, columns: list[tuple[str, str]], key: list[str]
-) -> None:
-    """CREATE TABLE IF NOT EXISTS ... USING hudi, COPY_ON_WRITE, keyed by `key`."""
-    if not table_exists(spark, schema, table):
+) -> bool:
+    """CREATE TABLE IF NOT EXISTS ... USING hudi, COPY_ON_WRITE, keyed by `key`. Returns
+    whether this call created it: then it holds no rows (insert_new_rows' `created`)."""
+    existed = table_exists(spark, schema, table)
+    if not existed:
         remove_orphan_location(spark, schema, table)
     column_sql = ", ".join(f"{quote(name)} {kind}" for name, kind in columns)
     spark.sql(
         f"CREATE TABLE IF NOT EXISTS {qualified(schema, table)} ({column_sql}) USING hudi "
         f"TBLPROPERTIES (type = 'cow', primaryKey = '{','.join(key)}')"
     )
+    return not existed
 
 
 def one_writer(spark: SparkSession, schema: str) -> ContextManager:
@@ -119,6 +129,23 @@ def use_bulk_insert(input_bytes: int | None) -> bool:
     return input_bytes is not None and input_bytes >= BULK_INSERT_MIN_BYTES
 
 
+@dataclass(frozen=True)
+class TableInsert:
+    """One table's share of a run, for insert_new_rows_of_tables."""
+
+    table: str
+    df: DataFrame
+    columns: list[tuple[str, str]]
+    key: list[str]
+    bulk: bool = False
+    created: bool = False
+
+
+def write_settings(bulk: bool) -> dict[str, str]:
+    """The session settings an insert runs under (Hudi reads them from the session)."""
+    return {**INSERT_SETTINGS, **(BULK_INSERT_SETTINGS if bulk else {})}
+
+
 def insert_new_rows(
     spark: SparkSession,
     df: DataFrame,
@@ -127,29 +154,62 @@ def insert_new_rows(
     columns: list[tuple[str, str]],
     key: list[str],
     bulk: bool = False,
+    created: bool = False,
 ) -> None:
     """Append the rows of `df` whose `key` the Hudi table does not hold yet (columns
     selected in table order; INSERT INTO is positional); `bulk`: with Hudi's bulk_insert
-    (use_bulk_insert), else with its insert and small-file handling.
+    (use_bulk_insert), else with its insert and small-file handling; `created`: this run
+    created the table (ensure_table returned True), so it holds no key and the check is
+    skipped (a first run into an empty lakehouse saves its 1.5-2 s job per table).
 
     The known keys come from a semi-join on the table's key columns, not from Hudi's
     duplicate-drop policy: that one looks every incoming key up in the bloom filters and
     key ranges of the table's files, which for a bronze key (topic, partition, offset as
     one string that does not sort by offset) cannot skip a file, and then re-reads the
     batch for each of its stages. Reading three columns of the table is cheaper."""
-    held = within_key_bounds(spark.table(qualified(schema, table)).select(*key), df, key)
-    known = held.join(df.select(*key), key, "left_semi")
-    # Usually none (only replays find some): then the batch goes in as it is, without the
-    # anti-join's shuffle and sort of every row of it.
-    new = df if known.isEmpty() else df.join(known, key, "left_anti")
+    with session_settings(spark, write_settings(bulk)):
+        _insert_new_rows(spark, TableInsert(table, df, columns, key, bulk, created), schema)
+
+
+def insert_new_rows_of_tables(
+    spark: SparkSession, schema: str, inserts: Sequence[TableInsert], threads: int | None = None
+) -> None:
+    """insert_new_rows for several tables: the bulk ones one after the other, then the
+    plain ones `threads` (default WRITE_THREADS) at a time. Only inserts under the same session settings may
+    overlap, as Hudi reads them from the session. Every insert runs to its end; then the
+    first error, if any, is raised."""
+    for insert in inserts:
+        if insert.bulk:
+            insert_new_rows(spark, insert.df, schema, insert.table, insert.columns, insert.key, True, insert.created)
+    plain = [insert for insert in inserts if not insert.bulk]
+    if not plain:
+        return
+    with session_settings(spark, write_settings(False)):
+        with ThreadPoolExecutor(max_workers=max(1, min(threads or WRITE_THREADS, len(plain)))) as pool:
+            futures = [pool.submit(_insert_new_rows, spark, insert, schema) for insert in plain]
+    errors = [future.exception() for future in futures if future.exception() is not None]
+    if errors:
+        raise errors[0]
+
+
+def _insert_new_rows(spark: SparkSession, insert: TableInsert, schema: str) -> None:
+    """insert_new_rows under settings the caller holds."""
+    df, table, key = insert.df, insert.table, insert.key
+    new = df if insert.created else _without_known_keys(spark.table(qualified(schema, table)), df, key)
     view = f"_ingest_{schema}_{table}"
     new.createOrReplaceTempView(view)
-    column_list = ", ".join(quote(name) for name, _ in columns)
+    column_list = ", ".join(quote(name) for name, _ in insert.columns)
     try:
-        with session_settings(spark, {**INSERT_SETTINGS, **(BULK_INSERT_SETTINGS if bulk else {})}):
-            spark.sql(f"INSERT INTO {qualified(schema, table)} SELECT {column_list} FROM {quote(view)}")
+        spark.sql(f"INSERT INTO {qualified(schema, table)} SELECT {column_list} FROM {quote(view)}")
     finally:
         spark.catalog.dropTempView(view)
+
+
+def _without_known_keys(table: DataFrame, df: DataFrame, key: list[str]) -> DataFrame:
+    known = within_key_bounds(table.select(*key), df, key).join(df.select(*key), key, "left_semi")
+    # Usually none (only replays find some): then the batch goes in as it is, without the
+    # anti-join's shuffle and sort of every row of it.
+    return df if known.isEmpty() else df.join(known, key, "left_anti")
 
 
 def within_key_bounds(table: DataFrame, batch: DataFrame, key: list[str]) -> DataFrame:

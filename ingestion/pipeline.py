@@ -202,20 +202,23 @@ def write_tables(
     a Kafka micro-batch never does). `input_bytes`: sink file bytes per table, which pick
     bulk_insert for large shares (load.use_bulk_insert; None for a Kafka micro-batch)."""
     if any(t.quarantined for t in counts):
-        load.ensure_table(spark, schema, QUARANTINE_TABLE, transform.QUARANTINE_COLUMNS, transform.QUARANTINE_KEY)
+        created = load.ensure_table(spark, schema, QUARANTINE_TABLE, transform.QUARANTINE_COLUMNS, transform.QUARANTINE_KEY)
         load.insert_new_rows(
             spark, transform.to_quarantine(classified, ingested_at), schema, QUARANTINE_TABLE,
-            transform.QUARANTINE_COLUMNS, transform.QUARANTINE_KEY,
+            transform.QUARANTINE_COLUMNS, transform.QUARANTINE_KEY, created=created,
         )
-    # Create every mappable table (dbt sources must exist even if only tombstones arrived).
+    # Create every mappable table (dbt sources must exist even if only tombstones arrived),
+    # one after the other (catalog DDL), then write them, several at a time.
+    inserts = []
     for table in sorted(tables):
-        load.ensure_table(spark, schema, table, transform.BRONZE_COLUMNS, transform.BRONZE_KEY)
+        created = load.ensure_table(spark, schema, table, transform.BRONZE_COLUMNS, transform.BRONZE_KEY)
         if any(t.table == table and t.landed for t in counts):
             bronze = transform.to_bronze(classified, table, ingested_at)
             if shared_offsets:
                 bronze = transform.one_row_per_key(bronze)
             bulk = load.use_bulk_insert((input_bytes or {}).get(table))
-            load.insert_new_rows(spark, bronze, schema, table, transform.BRONZE_COLUMNS, transform.BRONZE_KEY, bulk)
+            inserts.append(load.TableInsert(table, bronze, transform.BRONZE_COLUMNS, transform.BRONZE_KEY, bulk, created))
+    load.insert_new_rows_of_tables(spark, schema, inserts)
 
 
 def _input_bytes(files: list[extract.SourceFile]) -> dict[str, int]:
@@ -258,5 +261,5 @@ def _write_ledger(spark: SparkSession, schema: str, files: list[extract.SourceFi
         rows.append((f.topic, f.uri, *counts, ingested_at))
     ddl = ", ".join(f"{name} {kind}" for name, kind in load.LEDGER_COLUMNS)
     ledger = spark.createDataFrame(rows, ddl).select(*[F.col(n) for n, _ in load.LEDGER_COLUMNS])
-    load.ensure_table(spark, schema, LEDGER_TABLE, load.LEDGER_COLUMNS, load.LEDGER_KEY)
-    load.insert_new_rows(spark, ledger, schema, LEDGER_TABLE, load.LEDGER_COLUMNS, load.LEDGER_KEY)
+    created = load.ensure_table(spark, schema, LEDGER_TABLE, load.LEDGER_COLUMNS, load.LEDGER_KEY)
+    load.insert_new_rows(spark, ledger, schema, LEDGER_TABLE, load.LEDGER_COLUMNS, load.LEDGER_KEY, created=created)

@@ -97,3 +97,60 @@ def test_within_key_bounds_keeps_the_rows_that_can_match_the_batch(spark):
     # every row that shares a key with the batch is kept
     assert {r for r in table_rows if r in batch_rows} <= set(got)
     assert load.within_key_bounds(table, batch.limit(0), ["t", "p", "o"]).count() == 0
+
+
+def test_replay_check_runs_only_on_tables_that_existed_before(spark, monkeypatch):
+    """ensure_table says whether it created the table; an insert into a table the run
+    created skips the known-key check (it holds no key), and every later insert keeps it:
+    the keys already there are left out."""
+    checks: list[str] = []
+    check = load._without_known_keys
+
+    def spy(table, df, key):  # noqa: ANN001, ANN202
+        checks.append("check")
+        return check(table, df, key)
+
+    monkeypatch.setattr(load, "_without_known_keys", spy)
+    drop_schemas(spark, [SCHEMA])
+    load.ensure_schema(spark, SCHEMA)
+    try:
+        created = load.ensure_table(spark, SCHEMA, TABLE, COLUMNS, KEY)
+        assert created is True
+        rows = [(f"k{i:05d}", f"value {i}") for i in range(100)]
+        load.insert_new_rows(spark, spark.createDataFrame(rows, "k string, v string"), SCHEMA, TABLE, COLUMNS, KEY,
+                             created=created)
+        assert checks == []
+        assert load.ensure_table(spark, SCHEMA, TABLE, COLUMNS, KEY) is False
+        _insert(spark, 50, 100)  # k00050..k00099 are there: only k00100..k00149 go in
+        assert checks == ["check"]
+        keys = [row[0] for row in spark.sql(f"select k from {SCHEMA}.{TABLE}").collect()]
+        assert sorted(keys) == [f"k{i:05d}" for i in range(150)]
+    finally:
+        drop_schemas(spark, [SCHEMA])
+
+
+def test_tables_written_together_each_get_their_rows_and_an_error_is_raised(spark):
+    """insert_new_rows_of_tables writes plain inserts several at a time: every table gets
+    exactly its rows, a bulk one among them too, and an insert that fails (here: into a
+    table that does not exist) is raised once the others are done, not swallowed."""
+    drop_schemas(spark, [SCHEMA])
+    load.ensure_schema(spark, SCHEMA)
+    names = [f"t{i}" for i in range(4)]
+    try:
+        inserts = []
+        for i, name in enumerate(names):
+            created = load.ensure_table(spark, SCHEMA, name, COLUMNS, KEY)
+            rows = [(f"{name}-k{j:03d}", f"value {j}") for j in range(10 * (i + 1))]
+            df = spark.createDataFrame(rows, "k string, v string")
+            inserts.append(load.TableInsert(name, df, COLUMNS, KEY, bulk=(i == 0), created=created))
+        missing = spark.createDataFrame([("x", "y")], "k string, v string")
+        inserts.append(load.TableInsert("not_created", missing, COLUMNS, KEY, created=True))
+        with pytest.raises(Exception, match="not_created"):
+            load.insert_new_rows_of_tables(spark, SCHEMA, inserts, threads=3)
+        for i, name in enumerate(names):
+            keys = sorted(row[0] for row in spark.sql(f"select k from {SCHEMA}.{name}").collect())
+            assert keys == [f"{name}-k{j:03d}" for j in range(10 * (i + 1))], name
+        # the session's settings are back as they were (the inserts set them for their time)
+        assert spark.conf.get("hoodie.spark.sql.insert.into.operation", None) is None
+    finally:
+        drop_schemas(spark, [SCHEMA])

@@ -315,9 +315,9 @@ def test_large_shares_land_with_bulk_insert(spark, sink, first_run, monkeypatch)
     calls: list[tuple[str, bool]] = []
     insert = load.insert_new_rows
 
-    def spy(spark, df, schema, table, columns, key, bulk=False):  # noqa: ANN001, ANN202
+    def spy(spark, df, schema, table, columns, key, bulk=False, created=False):  # noqa: ANN001, ANN202
         calls.append((table, bulk))
-        insert(spark, df, schema, table, columns, key, bulk)
+        insert(spark, df, schema, table, columns, key, bulk, created)
 
     monkeypatch.setattr(load, "insert_new_rows", spy)
     schema = "bronze_it_bulk"
