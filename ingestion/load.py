@@ -167,35 +167,38 @@ def insert_new_rows(
     key ranges of the table's files, which for a bronze key (topic, partition, offset as
     one string that does not sort by offset) cannot skip a file, and then re-reads the
     batch for each of its stages. Reading three columns of the table is cheaper."""
-    with session_settings(spark, write_settings(bulk)):
-        _insert_new_rows(spark, TableInsert(table, df, columns, key, bulk, created), schema)
+    insert_new_rows_of_tables(spark, schema, [TableInsert(table, df, columns, key, bulk, created)])
 
 
 def insert_new_rows_of_tables(
     spark: SparkSession, schema: str, inserts: Sequence[TableInsert], threads: int | None = None
 ) -> None:
     """insert_new_rows for several tables: the bulk ones one after the other, then the
-    plain ones `threads` (default WRITE_THREADS) at a time. Only inserts under the same session settings may
-    overlap, as Hudi reads them from the session. Every insert runs to its end; then the
-    first error, if any, is raised."""
+    plain ones `threads` (default WRITE_THREADS) at a time. Only inserts under the same
+    session settings may overlap, as Hudi reads them from the session. Every insert runs
+    to its end; then the first error, if any, is raised."""
     for insert in inserts:
         if insert.bulk:
-            insert_new_rows(spark, insert.df, schema, insert.table, insert.columns, insert.key, True, insert.created)
+            with session_settings(spark, write_settings(True)):
+                _insert_new_rows(spark, insert, schema)
     plain = [insert for insert in inserts if not insert.bulk]
     if not plain:
         return
     with session_settings(spark, write_settings(False)):
-        with ThreadPoolExecutor(max_workers=max(1, min(threads or WRITE_THREADS, len(plain)))) as pool:
+        if len(plain) == 1:  # no thread for a single insert (the quarantine, the ledger)
+            _insert_new_rows(spark, plain[0], schema)
+            return
+        with ThreadPoolExecutor(max_workers=min(threads or WRITE_THREADS, len(plain))) as pool:
             futures = [pool.submit(_insert_new_rows, spark, insert, schema) for insert in plain]
-    errors = [future.exception() for future in futures if future.exception() is not None]
+    errors = [error for error in (future.exception() for future in futures) if error is not None]
     if errors:
         raise errors[0]
 
 
 def _insert_new_rows(spark: SparkSession, insert: TableInsert, schema: str) -> None:
-    """insert_new_rows under settings the caller holds."""
-    df, table, key = insert.df, insert.table, insert.key
-    new = df if insert.created else _without_known_keys(spark.table(qualified(schema, table)), df, key)
+    """One table's insert, under settings the caller holds."""
+    table, df = insert.table, insert.df
+    new = df if insert.created else _without_known_keys(spark.table(qualified(schema, table)), df, insert.key)
     view = f"_ingest_{schema}_{table}"
     new.createOrReplaceTempView(view)
     column_list = ", ".join(quote(name) for name, _ in insert.columns)

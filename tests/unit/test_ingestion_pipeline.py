@@ -313,13 +313,13 @@ def test_large_shares_land_with_bulk_insert(spark, sink, first_run, monkeypatch)
     replay adds nothing."""
     monkeypatch.setattr(load, "BULK_INSERT_MIN_BYTES", 1)
     calls: list[tuple[str, bool]] = []
-    insert = load.insert_new_rows
+    insert = load._insert_new_rows  # every insert, of one table or several, goes through it
 
-    def spy(spark, df, schema, table, columns, key, bulk=False, created=False):  # noqa: ANN001, ANN202
-        calls.append((table, bulk))
-        insert(spark, df, schema, table, columns, key, bulk, created)
+    def spy(spark, table_insert, schema):  # noqa: ANN001, ANN202
+        calls.append((table_insert.table, table_insert.bulk))
+        insert(spark, table_insert, schema)
 
-    monkeypatch.setattr(load, "insert_new_rows", spy)
+    monkeypatch.setattr(load, "_insert_new_rows", spy)
     schema = "bronze_it_bulk"
     config = IngestConfig(input_uri=str(sink), bronze_schema=schema, sources_yml=sink.parent / "sources.yml")
     tables = ["pg_public_actor", "my_inventory_customers", "pg_public_film", "_quarantine"]
