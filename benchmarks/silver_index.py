@@ -1,19 +1,20 @@
-"""What the silver MERGE costs with each Hudi index (and one codec), on the same data.
+"""What the silver MERGE costs with each Hudi index, codec and file size, on the same data.
 
 cdc_incremental applies a batch with one MERGE whose source is the precomputed actions
 (insert / update / delete). Hudi first looks up where each incoming key lives (the
-index), then rewrites every copy-on-write file group a key of the batch falls in. This
-builds a silver-like table of `--keys` rows (the benchmark's row width, keys in no
-order the changes follow) with CTAS, then runs that MERGE shape with `--changes`
-actions (10% of them deletes, 10% new keys, the rest updates, spread over every file),
-for each setting below on a fresh table, `--rounds` times, settings alternated so that
-drift of the machine hits all of them. Each MERGE is checked: the table must then hold
-exactly the expected number of rows and updated values. The project's choice (no
-`hoodie.index.type` in cdc_hudi_tblproperties: Hudi's SIMPLE default) is made from its
-output (README "Performance").
+index), then rewrites every copy-on-write file group a key of the batch falls in, one
+task per file group. This builds a silver-like table of `--keys` rows (the benchmark's
+row width, keys in no order the changes follow) with CTAS from one input split, as
+dbt's CTAS from the batch work table reads it (Spark packs files into splits of up to
+128 MiB), then runs that MERGE shape with `--changes` actions (10% of them deletes, 10%
+new keys, the rest updates, spread over every file), for each setting below on a fresh
+table, `--rounds` times, settings alternated so that drift of the machine hits all of
+them. Each MERGE is checked: the table must then hold exactly the expected number of
+rows and updated values. The project's choices in cdc_hudi_tblproperties (Hudi's SIMPLE
+index, zstd, files of at most 16 MiB) are made from its output (README "Performance").
 
     python -m benchmarks.silver_index [--keys 1000000] [--changes 100000] [--rounds 3]
-        [--out benchmarks/results/silver_index.csv]
+        [--only TEXT] [--master local[2]] [--out benchmarks/results/silver_index.csv]
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ SETTINGS: dict[str, dict[str, str]] = {
                                       "hoodie.parquet.compression.codec": "zstd"},
     "SIMPLE index, zstd": {"hoodie.parquet.compression.codec": "zstd"},
     "SIMPLE index, snappy": {"hoodie.parquet.compression.codec": "snappy"},
+    # Hudi's default file size is 120 MiB (small-file limit 100 MiB); the limits keep that ratio
+    **{f"SIMPLE index, zstd, files <= {mib} MiB": {
+        "hoodie.parquet.compression.codec": "zstd",
+        "hoodie.parquet.max.file.size": str(mib * 2**20),
+        "hoodie.parquet.small.file.limit": str(mib * 3 // 4 * 2**20)} for mib in (32, 16, 8)},
 }
 SCHEMA = "bench_scratch"
 COLUMNS = ["order_id", "customer_id", "status", "amount", "order_date", "updated_at", "note",
@@ -91,17 +97,25 @@ def prepare(spark: SparkSession, keys: int, changes: int) -> dict[str, int]:
         f"select _cdc_action, count(*) from {SCHEMA}.silver_index_actions group by 1").collect()}
 
 
-def _parquet_mib(spark: SparkSession, table: str) -> float:
-    """MiB of the table's parquet files (right after the CTAS: one version of each row)."""
+def _table_folder(spark: SparkSession, table: str) -> Path:
     location = next(row.data_type for row in spark.sql(f"describe formatted {table}").collect()
                     if row.col_name == "Location")
-    folder = Path(location.removeprefix("file:"))
+    return Path(location.removeprefix("file:"))
+
+
+def _parquet_mib(folder: Path) -> float:
+    """MiB of the table's parquet files (right after the CTAS: one version of each row)."""
     return sum(f.stat().st_size for f in folder.rglob("*.parquet")) / 2**20
+
+
+def _file_groups(folder: Path) -> int:
+    """File groups of a non-partitioned Hudi table: its parquet files' distinct ids."""
+    return len({f.name.split("_", 1)[0] for f in folder.rglob("*.parquet")})
 
 
 def one_round(spark: SparkSession, properties: dict[str, str], keys: int, counts: dict[str, int]) -> dict[str, float]:
     """Seconds of the CTAS and of the MERGE on a fresh table with `properties`, and the
-    table's MiB after the CTAS."""
+    table's MiB and file groups after the CTAS."""
     table = f"{SCHEMA}.silver_index"
     props = {"type": "cow", "primaryKey": "order_id", "preCombineField": "_cdc_order", **properties}
     names = ", ".join(COLUMNS)
@@ -109,8 +123,9 @@ def one_round(spark: SparkSession, properties: dict[str, str], keys: int, counts
     ctas = timed_sql(spark, (
         f"create table {table} using hudi tblproperties ("
         + ", ".join(f"'{k}' = '{v}'" for k, v in props.items())
-        + f") as select {names} from {SCHEMA}.silver_index_rows"))
-    size = _parquet_mib(spark, table)
+        + f") as select /*+ COALESCE(1) */ {names} from {SCHEMA}.silver_index_rows"))
+    folder = _table_folder(spark, table)
+    size, file_groups = _parquet_mib(folder), _file_groups(folder)
     merge = timed_sql(spark, f"""
         merge into {table} as stored
         using (select * from {SCHEMA}.silver_index_actions) as change
@@ -126,7 +141,7 @@ def one_round(spark: SparkSession, properties: dict[str, str], keys: int, counts
         raise RuntimeError(f"MERGE with {properties}: {total} rows ({updated} updated), "
                            f"expected {expected} ({counts.get('update', 0)} updated)")
     spark.sql(f"drop table if exists {table} purge")
-    return {"ctas_s": ctas, "merge_s": merge, "size_mib": size}
+    return {"ctas_s": ctas, "merge_s": merge, "size_mib": size, "file_groups": file_groups}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -135,17 +150,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keys", type=int, default=1_000_000)
     ap.add_argument("--changes", type=int, default=100_000)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--only", default="", help="only the settings whose name contains this text")
+    ap.add_argument("--master", default=None,
+                    help="Spark master when this starts Spark (default: the profile's); ignored in a running session")
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/silver_index.csv"))
     args = ap.parse_args(argv)
     if args.rounds < 1 or args.keys < 100 or not 10 <= args.changes <= args.keys:
         ap.error("need --rounds >= 1, --keys >= 100 and 10 <= --changes <= --keys")
-    spark = get_session("local")
+    settings = {name: props for name, props in SETTINGS.items() if args.only in name}
+    if not settings:
+        ap.error(f"no setting's name contains {args.only!r}; the settings are: {', '.join(SETTINGS)}")
+    spark = get_session("local", {"spark.master": args.master} if args.master else None)
     counts = prepare(spark, args.keys, args.changes)
     print(f"{args.keys} rows; actions {counts}", flush=True)
     one_round(spark, {}, args.keys, counts)  # JIT and class loading, not measured
     samples: dict[tuple[str, str], list[float]] = {}
     for _ in range(args.rounds):
-        for name, properties in SETTINGS.items():
+        for name, properties in settings.items():
             for measure, value in one_round(spark, properties, args.keys, counts).items():
                 samples.setdefault((name, measure), []).append(value)
                 print(f"{name}: {measure} {value:.2f}", flush=True)
@@ -153,9 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["setting", "measure", "keys", "changes", "samples", "median", "min", "max"])
+        writer.writerow(["setting", "measure", "master", "keys", "changes", "samples", "median", "min", "max"])
         for (name, measure), values in samples.items():
-            writer.writerow([name, measure, args.keys, sum(counts.values()), len(values),
+            writer.writerow([name, measure, spark.sparkContext.master, args.keys, sum(counts.values()), len(values),
                              f"{statistics.median(values):.2f}", f"{min(values):.2f}", f"{max(values):.2f}"])
     print(f"wrote {args.out}")
     return 0

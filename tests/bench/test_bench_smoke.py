@@ -67,14 +67,18 @@ def test_hudi_settings_measures_both_settings(spark, tmp_path):
 def test_silver_index_measures_every_setting(spark, tmp_path):
     """`python -m benchmarks.silver_index`, tiny and one round in the test session: every
     setting's CTAS and MERGE timed (each MERGE is checked inside: row count and updated
-    rows), and its scratch tables dropped."""
+    rows), its file groups counted, and its scratch tables dropped."""
     from benchmarks import silver_index
 
     out = tmp_path / "silver_index.csv"
     assert silver_index.main(["--keys", "2000", "--changes", "200", "--rounds", "1", "--out", str(out)]) == 0
     with open(out) as f:
         rows = list(csv.DictReader(f))
+    measures = ("ctas_s", "merge_s", "size_mib", "file_groups")
     assert {(r["setting"], r["measure"]) for r in rows} == {
-        (setting, measure) for setting in silver_index.SETTINGS for measure in ("ctas_s", "merge_s", "size_mib")}
+        (setting, measure) for setting in silver_index.SETTINGS for measure in measures}
     assert all(float(r["median"]) > 0 and r["samples"] == "1" for r in rows), rows
+    # The CTAS reads one split, as dbt's does: one file group, except BUCKET's 4 buckets.
+    file_groups = {r["setting"]: int(float(r["median"])) for r in rows if r["measure"] == "file_groups"}
+    assert file_groups == {s: 4 if "BUCKET" in s else 1 for s in silver_index.SETTINGS}, file_groups
     assert not spark.sql(f"show tables in {silver_index.SCHEMA} like 'silver_index*'").collect()

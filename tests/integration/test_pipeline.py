@@ -167,6 +167,12 @@ def test_batches_incremental_full_refresh_and_rerun(spark, sample: Path, run_dir
     # Silver's tables are zstd (cdc_hudi_tblproperties), the files merges rewrote too.
     codecs = parquet_codecs(spark, warehouse / "silver.db")
     assert len(codecs) > len(oracle.TABLES) and all(c == {"ZSTD"} for c in codecs.values()), codecs
+    # ... and cap their files at 16 MiB, so a MERGE rewrites a larger table as several tasks.
+    # (The sample is far smaller; benchmarks/silver_index.py measures the effect.)
+    for table in oracle.TABLES:
+        properties = dict(spark.sql(f"show tblproperties silver.{table}").collect())
+        assert (properties.get("hoodie.parquet.max.file.size"),
+                properties.get("hoodie.parquet.small.file.limit")) == (str(16 * 2**20), str(12 * 2**20)), table
 
 
 # Encodings the sample does not contain, through the same decode macros the models use.

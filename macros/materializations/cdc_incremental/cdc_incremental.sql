@@ -113,13 +113,18 @@
 {#- Hudi table properties: copy-on-write, record key = primary key, ordering field =
     _cdc_order (without it Hudi keeps duplicates of a key), zstd parquet (with Hudi's
     default gzip a MERGE of 100k changes into 1M rows took 12.3 s instead of 8.1 s and
-    the table was 12% larger: benchmarks/silver_index.py), plus `hudi_options`. -#}
+    the table was 12% larger), files of at most 16 MiB (a copy-on-write MERGE rewrites
+    each file a change falls in as one task: with Hudi's 120 MiB, a silver table under
+    that is one file and one core does the whole rewrite), plus `hudi_options`. Both
+    measured by benchmarks/silver_index.py (README "Performance"). -#}
 {% macro cdc_hudi_tblproperties(primary_key) %}
     {%- set options = {
         'type': 'cow',
         'primaryKey': primary_key | join(','),
         'preCombineField': '_cdc_order',
         'hoodie.parquet.compression.codec': 'zstd',
+        'hoodie.parquet.max.file.size': 16 * 1024 * 1024,
+        'hoodie.parquet.small.file.limit': 12 * 1024 * 1024,
     } -%}
     {%- do options.update(config.get('hudi_options') or {}) -%}
     tblproperties (
