@@ -112,11 +112,11 @@
 
 {#- Hudi table properties: copy-on-write, record key = primary key, ordering field =
     _cdc_order (without it Hudi keeps duplicates of a key), zstd parquet (with Hudi's
-    default gzip a MERGE of 100k changes into 1M rows took 12.3 s instead of 8.1 s and
-    the table was 12% larger), files of at most 16 MiB (a copy-on-write MERGE rewrites
-    each file a change falls in as one task: with Hudi's 120 MiB, a silver table under
-    that is one file and one core does the whole rewrite), plus `hudi_options`. Both
-    measured by benchmarks/silver_index.py (README "Performance"). -#}
+    default gzip a MERGE of 100k changes into 1M rows took 18.6 s instead of 14.2 s and
+    the table was 13% larger), files of at most 16 MiB (a copy-on-write MERGE rewrites
+    each file group a change falls in as one task: with Hudi's 120 MiB a silver table
+    under that is one file group, rewritten by one core; capped, 11.8 s on 2 cores),
+    plus `hudi_options`. Measured by benchmarks/silver_index.py (README "Performance"). -#}
 {% macro cdc_hudi_tblproperties(primary_key) %}
     {%- set options = {
         'type': 'cow',
