@@ -39,7 +39,8 @@ SETTINGS: dict[str, dict[str, str]] = {
                                       "hoodie.parquet.compression.codec": "zstd"},
     "SIMPLE index, zstd": {"hoodie.parquet.compression.codec": "zstd"},
     "SIMPLE index, snappy": {"hoodie.parquet.compression.codec": "snappy"},
-    # Hudi's default file size is 120 MiB (small-file limit 100 MiB); the limits keep that ratio
+    # Hudi's defaults: files up to 120 MiB, small-file limit 100 MiB. Here the limit is 3/4 of
+    # the size, as in cdc_hudi_tblproperties (16 and 12 MiB).
     **{f"SIMPLE index, zstd, files <= {mib} MiB": {
         "hoodie.parquet.compression.codec": "zstd",
         "hoodie.parquet.max.file.size": str(mib * 2**20),

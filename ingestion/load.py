@@ -177,9 +177,10 @@ def insert_new_rows_of_tables(
     plain ones `threads` (default WRITE_THREADS) at a time. Only inserts under the same
     session settings may overlap, as Hudi reads them from the session. Every insert runs
     to its end; then the first error, if any, is raised."""
-    for insert in inserts:
-        if insert.bulk:
-            with session_settings(spark, write_settings(True)):
+    bulk = [insert for insert in inserts if insert.bulk]
+    if bulk:
+        with session_settings(spark, write_settings(True)):
+            for insert in bulk:
                 _insert_new_rows(spark, insert, schema)
     plain = [insert for insert in inserts if not insert.bulk]
     if not plain:
