@@ -2,12 +2,14 @@
 
 dbt (dbt-spark `method: session`) invoked in-process reuses this session, so a test
 pays for one JVM start. The lakehouse (metastore + warehouse) is a fresh temporary
-folder per run, never the project's own ./lakehouse.
+folder per run, never the project's own ./lakehouse; it is removed after a passing run
+(CDC_KEEP_TEST_DIR=1 keeps it) and kept after a failing one.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -23,6 +25,15 @@ os.environ.setdefault("CDC_SPARK_MASTER", "local[2]")
 os.environ["DBT_PROFILES_DIR"] = str(ROOT / "profiles")
 os.environ["TZ"] = "UTC"
 time.tzset()  # PySpark turns timestamps into local datetimes: make local = UTC
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The run's lakehouse is a few hundred MB: remove it after a passing run; after a
+    failing one keep it to look at, and say where it is."""
+    if exitstatus == 0 and not os.environ.get("CDC_KEEP_TEST_DIR"):
+        shutil.rmtree(_RUN_DIR, ignore_errors=True)
+    else:
+        print(f"\ntest lakehouse kept in {_RUN_DIR}")
 
 
 @pytest.fixture(scope="session")
