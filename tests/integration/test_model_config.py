@@ -40,6 +40,7 @@ def project_with_actor_options(tmp_path: Path, options: dict[str, str]) -> Path:
      "hudi_options sets hoodie.datasource.write.table.type = 'MERGE_ON_READ'"),
     ({"preCombineField": "last_update"}, "hudi_options sets preCombineField, which cdc_incremental derives itself"),
     ({"primaryKey": "first_name"}, "hudi_options sets primaryKey, which cdc_incremental derives itself"),
+    ({"hoodie.payload.delete.marker": "x"}, "hudi_options sets hoodie.payload.delete.marker, which cdc_incremental sets"),
 ])
 def test_options_silver_correctness_rests_on_are_refused(spark, tmp_path: Path, options, expected):
     before = {t.name for t in spark.catalog.listTables("silver")} if spark.catalog.databaseExists("silver") else set()

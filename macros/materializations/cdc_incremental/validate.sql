@@ -38,7 +38,7 @@
     its correctness rests on: copy-on-write (measured on Hudi 1.2.0: merge-on-read silver
     lost every key deleted and later re-inserted: 1,206 of 1M keys after seven
     incremental merges, six of them 100k changes), record key = unique_key, ordering
-    field = _cdc_order. -#}
+    field = _cdc_order, the upsert that applies changes and deletes. -#}
 {% macro cdc_validate_hudi_options(primary_key) %}
     {%- set options = config.get('hudi_options') or {} -%}
     {%- if options is not mapping -%}
@@ -61,6 +61,11 @@
                 "Model " ~ model.name ~ ": hudi_options sets " ~ name ~ ", which cdc_incremental derives itself "
                 ~ "(record key = unique_key " ~ primary_key ~ ", ordering field = _cdc_order). Remove it; change "
                 ~ "the key with unique_key.") }}
+        {%- elif lowered in cdc_upsert_properties() -%}
+            {{ exceptions.raise_compiler_error(
+                "Model " ~ model.name ~ ": hudi_options sets " ~ name ~ ", which cdc_incremental sets itself: "
+                ~ "silver takes its changes and deletes in a Hudi upsert configured by it (cdc_upsert_properties). "
+                ~ "Remove it.") }}
         {%- endif -%}
     {%- endfor -%}
 {% endmacro %}
