@@ -12,6 +12,9 @@ table, `--rounds` times, settings alternated so that drift of the machine hits a
 them. Each MERGE is checked: the table must then hold exactly the expected number of
 rows and updated values. The project's choices in cdc_hudi_tblproperties (Hudi's SIMPLE
 index, zstd, files of at most 16 MiB) are made from its output (README "Performance").
+Since 69b56f6 silver takes a batch as a Hudi upsert (cdc_upsert_properties), not a
+MERGE; this still times the MERGE its committed results were measured with. Both look
+up the same keys and rewrite the same file groups, which is what the settings change.
 
     python -m benchmarks.silver_index [--keys 1000000] [--changes 100000] [--rounds 3]
         [--only TEXT] [--master local[2]] [--out benchmarks/results/silver_index.csv]

@@ -20,7 +20,7 @@
         where _cdc_row = 'change' {{ "" if soft else "and not _cdc_deleted" }}
     {%- endset -%}
     {%- do cdc_create_hudi_table_as(target_relation, primary_key, silver_sql, batch,
-        {} if soft else cdc_upsert_properties()) -%}
+        cdc_upsert_properties(cdc_delete_mode())) -%}
     {%- if soft -%}
         {{ return('full refresh') }}
     {%- endif -%}

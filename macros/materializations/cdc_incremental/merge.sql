@@ -110,19 +110,24 @@
 {% endmacro %}
 
 
-{#- How silver (hard deletes) takes a batch: Hudi's INSERT INTO as an upsert, which
-    deletes the rows whose `_cdc_op` holds the delete marker, with Hudi's Spark-native
-    record merger. A MERGE INTO goes through Hudi's per-row Avro payload: 100k changes
-    into 650k rows took 17.4-18.3 s merged and 12.8-13.3 s upserted, same table row by
-    row (README "Performance"). Table properties, not session settings: dbt's threads
-    share one Spark session. -#}
-{% macro cdc_upsert_properties() %}
-    {{ return({
+{#- How silver takes a batch: Hudi's INSERT INTO as an upsert, with Hudi's Spark-native
+    record merger; with `deletes` = 'hard' it also deletes the rows whose `_cdc_op` holds
+    the delete marker. A MERGE INTO goes through Hudi's per-row Avro payload: 100k
+    changes into 650k rows took 17.4-18.3 s merged and 12.8-13.3 s upserted, same table
+    row by row (README "Performance"). Table properties, not session settings: dbt's
+    threads share one Spark session. -#}
+{% macro cdc_upsert_properties(deletes) %}
+    {%- set properties = {
         'hoodie.spark.sql.insert.into.operation': 'upsert',
-        'hoodie.payload.delete.field': '_cdc_op',
-        'hoodie.payload.delete.marker': cdc_delete_marker(),
         'hoodie.write.record.merge.custom.implementation.classes': 'org.apache.hudi.DefaultSparkRecordMerger',
-    }) }}
+    } -%}
+    {%- if deletes == 'hard' -%}
+        {%- do properties.update({
+            'hoodie.payload.delete.field': '_cdc_op',
+            'hoodie.payload.delete.marker': cdc_delete_marker(),
+        }) -%}
+    {%- endif -%}
+    {{ return(properties) }}
 {% endmacro %}
 
 
@@ -137,7 +142,7 @@
 {#- A silver table built before it was created with cdc_upsert_properties gets them
     once, before its first upsert (without them INSERT INTO would add rows). -#}
 {% macro cdc_ensure_upsert_properties(target_relation) %}
-    {%- set wanted = cdc_upsert_properties() -%}
+    {%- set wanted = cdc_upsert_properties(cdc_delete_mode()) -%}
     {%- set stored = {} -%}
     {%- for row in run_query('show tblproperties ' ~ target_relation) -%}
         {%- do stored.update({row[0]: row[1]}) -%}

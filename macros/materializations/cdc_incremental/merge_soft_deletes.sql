@@ -3,7 +3,10 @@
     that only move forward: its latest event (op, order, deletion flag) and the latest
     live event its values come from (`_cdc_values_order`). A batch row replaces each one
     it is newer than, so late and replayed events are harmless and the result equals a
-    full refresh. Deleted keys are the rows themselves: no tombstone table. -#}
+    full refresh. Deleted keys are the rows themselves: no tombstone table. Silver takes
+    the changed rows in one Hudi upsert (cdc_upsert_properties, without deletes). A row
+    whose values alone are newer keeps the stored `_cdc_order`: Hudi's event-time
+    merge lets an incoming row with an equal ordering value replace the stored one. -#}
 {% macro cdc_merge_soft_deletes(target_relation, batch, primary_key) %}
     {%- set columns = cdc_model_columns() -%}
     {%- set silver_columns = cdc_silver_columns() -%}
@@ -41,17 +44,12 @@
     {%- set count = run_query('select count(*) from ' ~ changes).columns[0].values()[0] -%}
 
     {%- if count > 0 -%}
-        {%- call statement('cdc_merge_silver') -%}
-            merge into {{ target_relation }} as stored
-            using {{ changes }} as change
-            on {{ cdc_key_join('stored', 'change', primary_key) }}
-            when matched then update set
-                {%- for name in silver_columns %}
-                `{{ name }}` = change.`{{ name }}`{{ "," if not loop.last }}
-                {%- endfor %}
-            when not matched then insert
+        {%- do cdc_ensure_upsert_properties(target_relation) -%}
+        {%- call statement('cdc_upsert_silver') -%}
+            insert into {{ target_relation }}
                 ({% for name in silver_columns %}`{{ name }}`{{ ", " if not loop.last }}{% endfor %})
-                values ({% for name in silver_columns %}change.`{{ name }}`{{ ", " if not loop.last }}{% endfor %})
+            select {% for name in silver_columns %}`{{ name }}`{{ ", " if not loop.last }}{% endfor %}
+            from {{ changes }}
         {%- endcall -%}
     {%- endif -%}
 

@@ -61,7 +61,7 @@
                 "Model " ~ model.name ~ ": hudi_options sets " ~ name ~ ", which cdc_incremental derives itself "
                 ~ "(record key = unique_key " ~ primary_key ~ ", ordering field = _cdc_order). Remove it; change "
                 ~ "the key with unique_key.") }}
-        {%- elif lowered in cdc_upsert_properties() -%}
+        {%- elif lowered in cdc_upsert_properties('hard') -%}
             {{ exceptions.raise_compiler_error(
                 "Model " ~ model.name ~ ": hudi_options sets " ~ name ~ ", which cdc_incremental sets itself: "
                 ~ "silver takes its changes and deletes in a Hudi upsert configured by it (cdc_upsert_properties). "
