@@ -116,9 +116,8 @@
     the table was 13% larger), files of at most 16 MiB (a copy-on-write MERGE rewrites
     each file group a change falls in as one task: with Hudi's 120 MiB a silver table
     under that is one file group, rewritten by one core; capped, 11.8 s on 2 cores),
-    plus `properties` (cdc_upsert_properties for a hard-delete silver table), plus
-    `hudi_options`. Measured by benchmarks/silver_index.py (README "Performance"). -#}
-{% macro cdc_hudi_tblproperties(primary_key, properties={}) %}
+    plus `hudi_options`. Measured by benchmarks/silver_index.py (README "Performance"). -#}
+{% macro cdc_hudi_tblproperties(primary_key) %}
     {%- set options = {
         'type': 'cow',
         'primaryKey': primary_key | join(','),
@@ -127,7 +126,6 @@
         'hoodie.parquet.max.file.size': 16 * 1024 * 1024,
         'hoodie.parquet.small.file.limit': 12 * 1024 * 1024,
     } -%}
-    {%- do options.update(properties) -%}
     {%- do options.update(config.get('hudi_options') or {}) -%}
     tblproperties (
         {%- for key, value in options.items() %}
@@ -149,7 +147,7 @@
     create a managed table over it. Such a folder is found by listing its
     `.hoodie/hoodie.properties` (next to the batch work table, which always exists
     here, so the listing never fails), registered and dropped with PURGE. -#}
-{% macro cdc_create_hudi_table_as(relation, primary_key, sql, batch, properties={}) %}
+{% macro cdc_create_hudi_table_as(relation, primary_key, sql, batch) %}
     {%- set location = [] -%}
     {%- for row in run_query('describe database extended ' ~ relation.schema) if row[0] == 'Location' -%}
         {%- do location.append(row[1] | replace("'", "")) -%}
@@ -181,7 +179,7 @@
     {%- call statement('cdc_create_' ~ relation.identifier) -%}
         create table {{ relation }}
         using hudi
-        {{ cdc_hudi_tblproperties(primary_key, properties) }}
+        {{ cdc_hudi_tblproperties(primary_key) }}
         as {{ sql }}
     {%- endcall -%}
 {% endmacro %}
