@@ -41,6 +41,7 @@
     {%- else -%}
         {#- a new truncate or re-snapshot removes what it supersedes before the merge -#}
         {%- set reset = cdc_apply_resets(target_relation, tombstone_relation, resets) -%}
+        {%- do cdc_ensure_upsert_properties(target_relation) -%}
         {%- if cdc_delete_mode() == 'soft' -%}
             {%- set result = cdc_merge_soft_deletes(target_relation, batch, primary_key) -%}
         {%- else -%}

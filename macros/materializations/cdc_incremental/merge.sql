@@ -62,7 +62,6 @@
         + counts.get('tombstone', 0) + counts.get('tombstone+tombstone', 0) -%}
 
     {%- if changes_silver > 0 -%}
-        {%- do cdc_ensure_upsert_properties(target_relation) -%}
         {%- call statement('cdc_upsert_silver') -%}
             insert into {{ target_relation }}
                 ({% for name in silver_columns %}`{{ name }}`{{ ", " if not loop.last }}{% endfor %})
@@ -139,14 +138,13 @@
 {% endmacro %}
 
 
-{#- A silver table built before it was created with cdc_upsert_properties gets them
-    once, before its first upsert (without them INSERT INTO would add rows). -#}
+{#- Gives silver cdc_upsert_properties before a merge strategy upserts into it (without
+    them INSERT INTO would add rows): once for a table built by a full refresh (created
+    without them: with them its CTAS of 650k rows took 19.9 s instead of 4.5 s) or
+    before they existed. -#}
 {% macro cdc_ensure_upsert_properties(target_relation) %}
     {%- set wanted = cdc_upsert_properties(cdc_delete_mode()) -%}
-    {%- set stored = {} -%}
-    {%- for row in run_query('show tblproperties ' ~ target_relation) -%}
-        {%- do stored.update({row[0]: row[1]}) -%}
-    {%- endfor -%}
+    {%- set stored = cdc_table_properties(target_relation) -%}
     {%- set missing = [] -%}
     {%- for name, value in wanted.items() if stored.get(name) != value -%}
         {%- do missing.append(name) -%}

@@ -44,7 +44,6 @@
     {%- set count = run_query('select count(*) from ' ~ changes).columns[0].values()[0] -%}
 
     {%- if count > 0 -%}
-        {%- do cdc_ensure_upsert_properties(target_relation) -%}
         {%- call statement('cdc_upsert_silver') -%}
             insert into {{ target_relation }}
                 ({% for name in silver_columns %}`{{ name }}`{{ ", " if not loop.last }}{% endfor %})

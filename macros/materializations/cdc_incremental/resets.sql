@@ -67,10 +67,17 @@
 {%- endmacro %}
 
 
+{#- The table properties of `relation` as a dict. -#}
+{% macro cdc_table_properties(relation) %}
+    {%- set properties = {} -%}
+    {%- for row in run_query('show tblproperties ' ~ relation) -%}
+        {%- do properties.update({row[0]: row[1]}) -%}
+    {%- endfor -%}
+    {{ return(properties) }}
+{% endmacro %}
+
+
 {#- The value of table property `name` of `relation`, or none. -#}
 {% macro cdc_table_property(relation, name) %}
-    {%- for row in run_query('show tblproperties ' ~ relation) if row[0] == name -%}
-        {{ return(row[1]) }}
-    {%- endfor -%}
-    {{ return(none) }}
+    {{ return(cdc_table_properties(relation).get(name)) }}
 {% endmacro %}
