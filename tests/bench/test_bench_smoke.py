@@ -26,7 +26,7 @@ def test_every_case_runs_and_agrees(tmp_path):
     assert done.returncode == 0, f"benchmark smoke run failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
 
     logs = sorted(p.name for p in (work / "logs").glob("*.log"))
-    assert [name for name in logs if name.startswith("check_")], logs  # the equality checks ran
+    assert {"check_1.log", "check_warm.log"} <= set(logs), logs  # the equality checks ran
     with open(work / "results" / "results.csv") as f:
         rows = list(csv.DictReader(f))
     variants = {(r["case"], r["variant"]) for r in rows}
@@ -39,6 +39,9 @@ def test_every_case_runs_and_agrees(tmp_path):
         ("refresh", "full recompute (reference)"),
         ("overhead", "run with no new data"),
         ("overhead", "run with 100 changes"),
+        ("refresh", "warm process: ours incremental local[2]"),
+        ("refresh", "warm process: full recompute"),
+        ("overhead", "warm process: run with no new data"),
     ]:
         assert expected in variants, f"{expected} missing from {sorted(variants)}"
     assert all(float(r["seconds"]) > 0 and float(r["peak_jvm_mib"]) > 0 for r in rows), rows
