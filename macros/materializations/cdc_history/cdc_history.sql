@@ -28,9 +28,12 @@
         {%- endif -%}
     {%- endif -%}
 
+    {%- set properties = {} if state.full_refresh else cdc_table_properties(target_relation) -%}
+
     {{ run_hooks(pre_hooks) }}
 
-    {%- if not state.full_refresh and cdc_bronze_unchanged_since(cdc_read_watermark()) -%}
+    {%- if not state.full_refresh
+            and cdc_bronze_unchanged_since(cdc_checked_watermark(target_relation, properties.get('cdc.watermark'))) -%}
         {%- call noop_statement('main', 'no new bronze commits', 'OK') -%}{%- endcall -%}
         {{ run_hooks(post_hooks) }}
         {{ return({'relations': [target_relation]}) }}
@@ -41,7 +44,7 @@
     {#- a new truncate or complete snapshot changes which events count: the window was
         all of bronze (cdc_history_window), rebuild -#}
     {%- if not state.full_refresh
-            and tojson(resets, sort_keys=true) != cdc_table_property(target_relation, 'cdc.resets') -%}
+            and tojson(resets, sort_keys=true) != properties.get('cdc.resets') -%}
         {%- set state.full_refresh = true -%}
     {%- endif -%}
     {%- if state.full_refresh -%}
@@ -49,7 +52,8 @@
     {%- else -%}
         {%- set result = cdc_history_merge(target_relation, batch, primary_key) -%}
     {%- endif -%}
-    {%- do cdc_finish_build(target_relation, batch, primary_key, state.full_refresh, resets) -%}
+    {%- do cdc_finish_build(target_relation, batch, primary_key, state.full_refresh, resets,
+        properties.get('cdc.resets')) -%}
 
     {%- call noop_statement('main', result, 'OK') -%}{%- endcall -%}
 

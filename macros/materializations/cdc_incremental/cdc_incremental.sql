@@ -23,10 +23,14 @@
     {%- set full_refresh = existing_relation is none or should_full_refresh()
         or cdc_validate_state(existing_relation, tombstone_relation) -%}
 
+    {#- Read once per build: none of the steps below changes cdc.* before cdc_finish_build. -#}
+    {%- set properties = {} if full_refresh else cdc_table_properties(target_relation) -%}
+
     {{ run_hooks(pre_hooks) }}
 
     {#- Nothing committed to bronze since the last build: leave the table as it is. -#}
-    {%- if not full_refresh and cdc_bronze_unchanged_since(cdc_read_watermark()) -%}
+    {%- if not full_refresh
+            and cdc_bronze_unchanged_since(cdc_checked_watermark(target_relation, properties.get('cdc.watermark'))) -%}
         {%- call noop_statement('main', 'no new bronze commits', 'OK') -%}{%- endcall -%}
         {{ run_hooks(post_hooks) }}
         {{ return({'relations': [target_relation]}) }}
@@ -40,8 +44,8 @@
         {%- set result = cdc_full_refresh(target_relation, tombstone_relation, batch, primary_key) -%}
     {%- else -%}
         {#- a new truncate or re-snapshot removes what it supersedes before the merge -#}
-        {%- set reset = cdc_apply_resets(target_relation, tombstone_relation, resets) -%}
-        {%- do cdc_ensure_upsert_properties(target_relation) -%}
+        {%- set reset = cdc_apply_resets(target_relation, tombstone_relation, resets, properties.get('cdc.resets')) -%}
+        {%- do cdc_ensure_upsert_properties(target_relation, properties) -%}
         {%- if cdc_delete_mode() == 'soft' -%}
             {%- set result = cdc_merge_soft_deletes(target_relation, batch, primary_key) -%}
         {%- else -%}
@@ -49,7 +53,7 @@
         {%- endif -%}
         {%- set result = result ~ (' reset' if reset else '') -%}
     {%- endif -%}
-    {%- do cdc_finish_build(target_relation, batch, primary_key, full_refresh, resets) -%}
+    {%- do cdc_finish_build(target_relation, batch, primary_key, full_refresh, resets, properties.get('cdc.resets')) -%}
 
     {%- call noop_statement('main', result, 'OK') -%}{%- endcall -%}
 
@@ -60,11 +64,12 @@
 
 
 {#- The last steps of a build (cdc_incremental, cdc_history) once its table is written:
-    keep the rejected events, record the resets and the watermark, drop the batch. The
+    keep the rejected events, record the resets (`applied`: the table's cdc.resets when
+    the build began, none after a full refresh) and the watermark, drop the batch. The
     watermark comes last: a build that stops before it reads its window again. -#}
-{% macro cdc_finish_build(target_relation, batch, primary_key, full_refresh, resets) %}
+{% macro cdc_finish_build(target_relation, batch, primary_key, full_refresh, resets, applied) %}
     {%- do cdc_record_rejected(target_relation, batch, primary_key, full_refresh) -%}
-    {%- do cdc_write_resets(target_relation, resets) -%}
+    {%- do cdc_write_resets(target_relation, resets, none if full_refresh else applied) -%}
     {%- do cdc_write_watermark(target_relation, batch) -%}
     {%- do cdc_drop_work_table(batch) -%}
 {% endmacro %}

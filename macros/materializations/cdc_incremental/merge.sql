@@ -141,10 +141,9 @@
 {#- Gives silver cdc_upsert_properties before a merge strategy upserts into it (without
     them INSERT INTO would add rows): once for a table built by a full refresh (created
     without them: with them its CTAS of 650k rows took 19.9 s instead of 4.5 s) or
-    before they existed. -#}
-{% macro cdc_ensure_upsert_properties(target_relation) %}
+    before they existed. `stored`: the table's properties as read when the build began. -#}
+{% macro cdc_ensure_upsert_properties(target_relation, stored) %}
     {%- set wanted = cdc_upsert_properties(cdc_delete_mode()) -%}
-    {%- set stored = cdc_table_properties(target_relation) -%}
     {%- set missing = [] -%}
     {%- for name, value in wanted.items() if stored.get(name) != value -%}
         {%- do missing.append(name) -%}

@@ -1,7 +1,8 @@
 {#- Applying resets (a truncate, a complete re-snapshot: see cdc_resets) to a silver
     table that already exists: rows and tombstones they supersede are deleted before the
     batch is merged. The resets last applied are kept as the table property
-    `cdc.resets`, so the deletes run only when a new reset arrives. -#}
+    `cdc.resets` (`applied`, as read when the build began), so the deletes run only
+    when a new reset arrives. -#}
 {% macro cdc_batch_resets(batch) %}
     {%- set rows = run_query(
         'select _cdc_truncated_before, _cdc_snapshot_position, _cdc_snapshot_offsets from '
@@ -19,8 +20,7 @@
 {% endmacro %}
 
 
-{% macro cdc_apply_resets(target_relation, tombstone_relation, resets) %}
-    {%- set applied = cdc_table_property(target_relation, 'cdc.resets') -%}
+{% macro cdc_apply_resets(target_relation, tombstone_relation, resets, applied) %}
     {%- if resets.values() | select | list | length == 0 or tojson(resets, sort_keys=true) == applied -%}
         {{ return(false) }}
     {%- endif -%}
@@ -45,8 +45,8 @@
 {%- endmacro %}
 
 
-{% macro cdc_write_resets(target_relation, resets) %}
-    {%- if tojson(resets, sort_keys=true) == cdc_table_property(target_relation, 'cdc.resets') -%}
+{% macro cdc_write_resets(target_relation, resets, applied) %}
+    {%- if tojson(resets, sort_keys=true) == applied -%}
         {{ return(none) }}
     {%- endif -%}
     {%- call statement('cdc_write_resets') -%}

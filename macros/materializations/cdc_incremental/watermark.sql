@@ -9,7 +9,13 @@
     {%- if relation is none or cdc_rebuild_reason(relation) is not none -%}
         {{ return(none) }}
     {%- endif -%}
-    {%- set watermark = cdc_table_property(relation, 'cdc.watermark') -%}
+    {{ return(cdc_checked_watermark(relation, cdc_table_property(relation, 'cdc.watermark'))) }}
+{% endmacro %}
+
+
+{#- `watermark` (the cdc.watermark property of `relation`, or none), checked to be a
+    Hudi instant. -#}
+{% macro cdc_checked_watermark(relation, watermark) %}
     {%- if watermark is not none and not modules.re.match('^[0-9]+$', watermark) -%}
         {{ exceptions.raise_compiler_error(
             relation ~ " has a malformed cdc.watermark '" ~ watermark ~ "'. Rebuild it: "
