@@ -3,7 +3,8 @@ added upstream, then to the YAML), so the next build rebuilds the table from all
 bronze instead of merging: every row gets the column's value, as a full refresh gives;
 a dropped upstream column is null from its drop on; nothing is lost. The following
 build, with nothing new in bronze, leaves the table as it is. A declared type not every
-stored value converts to stops that table with an error, and only that table."""
+stored value converts to stops that table with an error, and only that table; so does a
+malformed watermark."""
 
 from __future__ import annotations
 
@@ -119,3 +120,38 @@ def test_an_unsafe_type_change_stops_that_table_only(spark, tmp_path: Path, clea
     dbt("run", "--select", "actor", "--full-refresh", "--vars", VARS)
     assert silver_rows(spark, "actor", COLUMNS, ["actor_id"]) == oracle.expected_current_state_from_batches(
         batches, "actor")
+
+
+def test_a_malformed_watermark_stops_that_table_only(spark, tmp_path: Path, cleanup):
+    """A `cdc.watermark` that is not a Hudi instant (edited by hand, a bad restore) would
+    make the incremental window meaningless: the build of that table stops with an error
+    naming the table, the value and how to rebuild it, touching nothing; the other model
+    on the same source is built; --full-refresh then rebuilds the table."""
+    changes = stream()
+    landing = tmp_path / "topics"
+    batches = [changes.write_batch(0, tmp_path / "batch-0")]
+    changes.write_batch(0, landing)
+    ingest(spark, IngestConfig(input_uri=str(landing), bronze_schema=SCHEMA))
+    dbt("run", "--select", "actor", "--vars", VARS)
+    before = silver_rows(spark, "actor", COLUMNS, ["actor_id"])
+    spark.sql("alter table silver.actor set tblproperties ('cdc.watermark' = '2024-01-01')")
+    batches.append(changes.write_batch(1, tmp_path / "batch-1"))
+    changes.write_batch(1, landing)
+    ingest(spark, IngestConfig(input_uri=str(landing), bronze_schema=SCHEMA))
+
+    result = dbtRunner().invoke(["run", "--select", "actor", "actor_history", "--vars", VARS,
+                                 "--project-dir", str(ROOT), "--profiles-dir", str(ROOT / "profiles")])
+    assert not result.success
+    outcome = {r.node.name: (str(r.status), r.message or "") for r in result.result.results}
+    assert outcome["actor_history"][0] == "success", outcome
+    status, message = outcome["actor"]
+    assert status == "error", outcome
+    for part in ("silver.actor", "malformed cdc.watermark '2024-01-01'", "dbt build --full-refresh --select actor"):
+        assert part in message, f"{part!r} not in the error: {message}"
+    assert silver_rows(spark, "actor", COLUMNS, ["actor_id"]) == before  # untouched
+
+    dbt("run", "--select", "actor", "--full-refresh", "--vars", VARS)
+    assert silver_rows(spark, "actor", COLUMNS, ["actor_id"]) == oracle.expected_current_state_from_batches(
+        batches, "actor")
+    watermark = dict(spark.sql("show tblproperties silver.actor").collect())["cdc.watermark"]
+    assert watermark.isdigit(), watermark
