@@ -45,6 +45,38 @@ def stream() -> Stream:
     return Stream(ACTOR, "envelope", False, 1, [[SinkFile(0, 0, lines[:3])], [SinkFile(0, 3, lines[3:])]])
 
 
+def land(spark, changes: Stream, index: int, tmp_path: Path) -> Path:
+    """Batch `index` of `changes` added to the sink folder `tmp_path/topics` and ingested
+    into bronze; returns the batch alone (`tmp_path/batch-<index>`) for the oracle."""
+    landing = tmp_path / "topics"
+    changes.write_batch(index, landing)
+    ingest(spark, IngestConfig(input_uri=str(landing), bronze_schema=SCHEMA))
+    return changes.write_batch(index, tmp_path / f"batch-{index}")
+
+
+def assert_only_actor_fails(spark, before: list[dict], *error_parts: str) -> None:
+    """Runs actor and actor_history (same source): actor's build stops with an error
+    holding every one of `error_parts` and leaves its rows as `before`; actor_history is
+    built."""
+    result = dbtRunner().invoke(["run", "--select", "actor", "actor_history", "--vars", VARS,
+                                 "--project-dir", str(ROOT), "--profiles-dir", str(ROOT / "profiles")])
+    assert not result.success
+    outcome = {r.node.name: (str(r.status), r.message or "") for r in result.result.results}
+    assert outcome["actor_history"][0] == "success", outcome
+    status, message = outcome["actor"]
+    assert status == "error", outcome
+    for part in error_parts:
+        assert part in message, f"{part!r} not in the error: {message}"
+    assert silver_rows(spark, "actor", COLUMNS, ["actor_id"]) == before  # untouched
+
+
+def assert_full_refresh_rebuilds_actor(spark, batches: list[Path]) -> None:
+    """A deliberate --full-refresh of actor gives the oracle's current state of `batches`."""
+    dbt("run", "--select", "actor", "--full-refresh", "--vars", VARS)
+    assert silver_rows(spark, "actor", COLUMNS, ["actor_id"]) == oracle.expected_current_state_from_batches(
+        batches, "actor")
+
+
 @pytest.fixture
 def cleanup(spark):
     yield
@@ -55,10 +87,7 @@ def cleanup(spark):
 
 def test_a_declared_column_the_table_lacks_rebuilds_it(spark, tmp_path: Path, cleanup):
     changes = stream()
-    landing, batches = tmp_path / "topics", []
-    batches.append(changes.write_batch(0, tmp_path / "batch-0"))
-    changes.write_batch(0, landing)
-    ingest(spark, IngestConfig(input_uri=str(landing), bronze_schema=SCHEMA))
+    batches = [land(spark, changes, 0, tmp_path)]
     dbt("run", "--select", "actor", "--vars", VARS)
 
     # What a build made before `last_name` was in the YAML looked like: no such column.
@@ -70,9 +99,7 @@ def test_a_declared_column_the_table_lacks_rebuilds_it(spark, tmp_path: Path, cl
     spark.sql("alter table silver.actor__old rename to silver.actor")
     spark.sql(f"alter table silver.actor set tblproperties ('cdc.watermark' = '{watermark}')")
 
-    batches.append(changes.write_batch(1, tmp_path / "batch-1"))
-    changes.write_batch(1, landing)
-    ingest(spark, IngestConfig(input_uri=str(landing), bronze_schema=SCHEMA))
+    batches.append(land(spark, changes, 1, tmp_path))
     result = dbt("run", "--select", "actor", "--vars", VARS)
     assert result.results[0].message == "full refresh"  # rebuilt, not merged
     expected = oracle.expected_current_state_from_batches(batches, "actor")
@@ -92,10 +119,7 @@ def test_an_unsafe_type_change_stops_that_table_only(spark, tmp_path: Path, clea
     the column and both types, while actor_history (same source) is built. A deliberate
     --full-refresh then rebuilds actor."""
     changes = stream()
-    landing = tmp_path / "topics"
-    batches = [changes.write_batch(0, tmp_path / "batch-0")]
-    changes.write_batch(0, landing)
-    ingest(spark, IngestConfig(input_uri=str(landing), bronze_schema=SCHEMA))
+    batches = [land(spark, changes, 0, tmp_path)]
     dbt("run", "--select", "actor", "--vars", VARS)
     spark.sql("create table silver.actor__old using hudi tblproperties (type = 'cow', primaryKey = 'actor_id', "
               "preCombineField = '_cdc_order') as select actor_id, first_name, last_name, "
@@ -105,21 +129,9 @@ def test_an_unsafe_type_change_stops_that_table_only(spark, tmp_path: Path, clea
     spark.sql("drop table silver.actor purge")
     spark.sql("alter table silver.actor__old rename to silver.actor")
 
-    result = dbtRunner().invoke(["run", "--select", "actor", "actor_history", "--vars", VARS,
-                                 "--project-dir", str(ROOT), "--profiles-dir", str(ROOT / "profiles")])
-    assert not result.success
-    outcome = {r.node.name: (str(r.status), r.message or "") for r in result.result.results}
-    assert outcome["actor_history"][0] == "success", outcome
-    status, message = outcome["actor"]
-    assert status == "error", outcome
-    for part in ("silver.actor", "last_update", "is string", "declares timestamp",
-                 "dbt build --full-refresh --select actor"):
-        assert part in message, f"{part!r} not in the error: {message}"
-    assert silver_rows(spark, "actor", COLUMNS, ["actor_id"]) == before  # untouched
-
-    dbt("run", "--select", "actor", "--full-refresh", "--vars", VARS)
-    assert silver_rows(spark, "actor", COLUMNS, ["actor_id"]) == oracle.expected_current_state_from_batches(
-        batches, "actor")
+    assert_only_actor_fails(spark, before, "silver.actor", "last_update", "is string", "declares timestamp",
+                            "dbt build --full-refresh --select actor")
+    assert_full_refresh_rebuilds_actor(spark, batches)
 
 
 def test_a_malformed_watermark_stops_that_table_only(spark, tmp_path: Path, cleanup):
@@ -128,30 +140,14 @@ def test_a_malformed_watermark_stops_that_table_only(spark, tmp_path: Path, clea
     naming the table, the value and how to rebuild it, touching nothing; the other model
     on the same source is built; --full-refresh then rebuilds the table."""
     changes = stream()
-    landing = tmp_path / "topics"
-    batches = [changes.write_batch(0, tmp_path / "batch-0")]
-    changes.write_batch(0, landing)
-    ingest(spark, IngestConfig(input_uri=str(landing), bronze_schema=SCHEMA))
+    batches = [land(spark, changes, 0, tmp_path)]
     dbt("run", "--select", "actor", "--vars", VARS)
     before = silver_rows(spark, "actor", COLUMNS, ["actor_id"])
     spark.sql("alter table silver.actor set tblproperties ('cdc.watermark' = '2024-01-01')")
-    batches.append(changes.write_batch(1, tmp_path / "batch-1"))
-    changes.write_batch(1, landing)
-    ingest(spark, IngestConfig(input_uri=str(landing), bronze_schema=SCHEMA))
+    batches.append(land(spark, changes, 1, tmp_path))
 
-    result = dbtRunner().invoke(["run", "--select", "actor", "actor_history", "--vars", VARS,
-                                 "--project-dir", str(ROOT), "--profiles-dir", str(ROOT / "profiles")])
-    assert not result.success
-    outcome = {r.node.name: (str(r.status), r.message or "") for r in result.result.results}
-    assert outcome["actor_history"][0] == "success", outcome
-    status, message = outcome["actor"]
-    assert status == "error", outcome
-    for part in ("silver.actor", "malformed cdc.watermark '2024-01-01'", "dbt build --full-refresh --select actor"):
-        assert part in message, f"{part!r} not in the error: {message}"
-    assert silver_rows(spark, "actor", COLUMNS, ["actor_id"]) == before  # untouched
-
-    dbt("run", "--select", "actor", "--full-refresh", "--vars", VARS)
-    assert silver_rows(spark, "actor", COLUMNS, ["actor_id"]) == oracle.expected_current_state_from_batches(
-        batches, "actor")
+    assert_only_actor_fails(spark, before, "silver.actor", "malformed cdc.watermark '2024-01-01'",
+                            "dbt build --full-refresh --select actor")
+    assert_full_refresh_rebuilds_actor(spark, batches)
     watermark = dict(spark.sql("show tblproperties silver.actor").collect())["cdc.watermark"]
     assert watermark.isdigit(), watermark

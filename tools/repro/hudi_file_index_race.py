@@ -9,7 +9,8 @@ fails with a NullPointerException in BaseHoodieTableFileIndex.getInputFileSlices
     .venv/bin/python -m tools.repro.hudi_file_index_race --lakehouse /tmp/race3 --cache on --listing eager --rounds 60
 
 Prints the rounds and how many queries failed (with the first error). Needs the jars of
-`make setup` (CDC_SPARK_JARS as the Makefile exports it). Not a test: the race is rare.
+`make setup` (CDC_SPARK_JARS as the Makefile exports it). Not a test: the race is rare
+(2 of 60 rounds once; none since, in either listing mode: README "Running it yourself").
 """
 
 from __future__ import annotations
