@@ -17,6 +17,8 @@ SPARK_JARS := hudi-spark3.5-bundle_2.12 spark-sql-kafka-0-10_2.12 spark-token-pr
 comma := ,
 export CDC_SPARK_JARS ?= $(subst $() ,$(comma),$(foreach j,$(SPARK_JARS),$(CURDIR)/$(JARS)/$(j).jar))
 export PYSPARK_PYTHON := $(CURDIR)/$(BIN)/python
+# The Spark driver's class data sharing archive (tools/jvm_archive; profiles/profiles.yml).
+export CDC_JVM_ARCHIVE ?= $(CURDIR)/$(JARS)/spark-driver.jsa
 
 .PHONY: help setup demo test test-long test-unit test-integration lint clean sample bench
 
@@ -25,7 +27,7 @@ help:
 	@echo "make test   set up if needed, run every test and the SQL lint"
 
 # --- setup (idempotent: stamps record what is done) --------------------------
-setup: $(VENV)/.installed $(JARS)/.fetched $(JARS)/.stack-fetched build/.stack-apt
+setup: $(VENV)/.installed $(JARS)/.fetched $(JARS)/.stack-fetched build/.stack-apt $(CDC_JVM_ARCHIVE)
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,6 +40,13 @@ $(JARS)/.fetched: jvm/pom.xml
 	mvn --quiet --batch-mode -f jvm/pom.xml dependency:copy-dependencies \
 	  -DoutputDirectory=../$(JARS) -DexcludeTransitive=true -Dmdep.stripVersion=true
 	touch $@
+
+# A training run of the project's own work on a tiny stream (about a minute); its JVM
+# writes the classes it loaded to the archive every later driver maps at start.
+$(CDC_JVM_ARCHIVE): $(VENV)/.installed $(JARS)/.fetched profiles/profiles.yml tools/jvm_archive/__main__.py
+	mkdir -p build
+	$(BIN)/python -m tools.jvm_archive --out $@ > build/jvm-archive.log 2>&1 \
+		|| { tail -n 40 build/jvm-archive.log; echo "building $@ failed: see build/jvm-archive.log"; exit 1; }
 
 # --- the sample change streams (generated from Pagila, never committed) ------
 $(SAMPLE)/.generated: setup tools/sample_data/*.py

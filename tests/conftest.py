@@ -23,6 +23,8 @@ _RUN_DIR = Path(tempfile.mkdtemp(prefix="cdc-lakehouse-test-"))
 os.environ["CDC_LAKEHOUSE_DIR"] = str(_RUN_DIR / "lakehouse")
 os.environ.setdefault("CDC_SPARK_MASTER", "local[2]")
 os.environ["DBT_PROFILES_DIR"] = str(ROOT / "profiles")
+# The driver's class data sharing archive `make setup` builds (tests/integration/test_jvm_archive.py).
+os.environ.setdefault("CDC_JVM_ARCHIVE", str(ROOT / ".jars" / "spark-driver.jsa"))
 os.environ["TZ"] = "UTC"
 time.tzset()  # PySpark turns timestamps into local datetimes: make local = UTC
 
