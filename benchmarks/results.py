@@ -34,7 +34,13 @@ def machine() -> dict[str, str]:
         "spark": version("pyspark"),
         "hudi": re.search(r"<hudi.version>([^<]+)", pom).group(1),
         "dbt": f"dbt-core {version('dbt-core')}, dbt-spark {version('dbt-spark')}",
+        "JVM class data sharing archive (every step's driver, Hudi's writer too)": _archive(),
     }
+
+
+def _archive() -> str:
+    path = Path(os.environ.get("CDC_JVM_ARCHIVE", PROJECT_DIR / ".jars" / "spark-driver.jsa"))
+    return f"{path.name}, {path.stat().st_size / 2**20:.0f} MiB" if path.is_file() else "none (not built)"
 
 
 @dataclass(frozen=True)
