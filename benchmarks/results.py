@@ -39,8 +39,10 @@ def machine() -> dict[str, str]:
 
 
 def _archive() -> str:
-    path = Path(os.environ.get("CDC_JVM_ARCHIVE", PROJECT_DIR / ".jars" / "spark-driver.jsa"))
-    return f"{path.name}, {path.stat().st_size / 2**20:.0f} MiB" if path.is_file() else "none (not built)"
+    from ingestion.spark import jvm_archive
+
+    path = jvm_archive()
+    return f"{path.name}, {path.stat().st_size / 2**20:.0f} MiB" if path and path.is_file() else "none (not built)"
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ and keeps the cluster's own settings.
 from __future__ import annotations
 
 import os
+import re
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Mapping
@@ -49,6 +50,14 @@ def profile_spark_settings(target: str = "local", profiles_file: Path = PROFILES
         )
     parameters = outputs[target].get("server_side_parameters", {})
     return {str(k): env.from_string(str(v)).render() for k, v in parameters.items()}
+
+
+def jvm_archive(target: str = "local") -> Path | None:
+    """The class data sharing archive the target's driver starts from (its
+    `-XX:SharedArchiveFile`, relative to the project), or None if it names none."""
+    options = profile_spark_settings(target).get("spark.driver.extraJavaOptions", "")
+    found = re.search(r"-XX:SharedArchiveFile=(\S+)", options)
+    return PROJECT_DIR / found.group(1) if found else None
 
 
 def get_session(target: str | None = "local", overrides: Mapping[str, str] | None = None) -> SparkSession:

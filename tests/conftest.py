@@ -23,8 +23,6 @@ _RUN_DIR = Path(tempfile.mkdtemp(prefix="cdc-lakehouse-test-"))
 os.environ["CDC_LAKEHOUSE_DIR"] = str(_RUN_DIR / "lakehouse")
 os.environ.setdefault("CDC_SPARK_MASTER", "local[2]")
 os.environ["DBT_PROFILES_DIR"] = str(ROOT / "profiles")
-# The driver's class data sharing archive `make setup` builds (tests/integration/test_jvm_archive.py).
-os.environ.setdefault("CDC_JVM_ARCHIVE", str(ROOT / ".jars" / "spark-driver.jsa"))
 os.environ["TZ"] = "UTC"
 time.tzset()  # PySpark turns timestamps into local datetimes: make local = UTC
 
@@ -45,11 +43,13 @@ def run_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def spark():
-    from ingestion.spark import get_session, profile_spark_settings
+    from ingestion.spark import get_session, jvm_archive, profile_spark_settings
 
     # The jar list is the profile's (CDC_SPARK_JARS, else its default, relative to the project).
     jars = [ROOT / jar for jar in profile_spark_settings("local")["spark.jars"].split(",")]
     os.environ["CDC_SPARK_JARS"] = ",".join(str(jar) for jar in jars)
+    # The same for the JVM archive `make setup` builds (tests/integration/test_jvm_archive.py).
+    os.environ["CDC_JVM_ARCHIVE"] = str(jvm_archive())
     missing = [str(jar) for jar in jars if not jar.exists()]
     if missing:
         pytest.fail(f"{', '.join(missing)} missing: run `make setup` first", pytrace=False)

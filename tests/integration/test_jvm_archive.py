@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ingestion.spark import jvm_archive
 from tools.jvm_archive.__main__ import training_java_options
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,7 +27,7 @@ def test_a_driver_starts_from_the_archive_setup_built(tmp_path: Path) -> None:
     env = {**os.environ, "CDC_LAKEHOUSE_DIR": str(tmp_path / "lakehouse")}
     done = subprocess.run([sys.executable, "-c", START_WITH_ARCHIVE_REQUIRED], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, f"the driver did not start with {os.environ['CDC_JVM_ARCHIVE']}:\n{done.stdout}\n{done.stderr[-3000:]}"
+    assert done.returncode == 0, f"the driver did not start with {jvm_archive()}:\n{done.stdout}\n{done.stderr[-3000:]}"
     assert "rows 3" in done.stdout
 
 

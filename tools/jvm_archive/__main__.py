@@ -24,7 +24,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ingestion.spark import PROJECT_DIR
+from pyspark.sql import SparkSession
+
+from ingestion.spark import PROJECT_DIR, get_session, jvm_archive, profile_spark_settings
 
 EXTRA_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 SHARED_ARCHIVE_OPTION = re.compile(r"\s*-XX:SharedArchiveFile=\S*")
@@ -40,40 +42,32 @@ def training_java_options(profile_options: str, archive: Path) -> str:
     return f"{SHARED_ARCHIVE_OPTION.sub('', profile_options).strip()} -XX:ArchiveClassesAtExit={archive}"
 
 
-def _workload(work: Path) -> None:
+def _workload(spark: SparkSession, work: Path) -> None:
     """The project's own work, small: what the driver loads for it is what gets archived."""
-    from dbt.cli.main import dbtRunner
-
-    from benchmarks.cases import BENCH_DBT, SOURCES_YML
+    from benchmarks.cases import SOURCES_YML
     from benchmarks.generator.sink import Layout, write_segments
     from benchmarks.generator.stream import StreamConfig
+    from benchmarks.warm_loop import timed_dbt  # raises if the run fails
     from ingestion.pipeline import IngestConfig, run as ingest
 
     streams = work / "streams"
     write_segments(StreamConfig(events=3000, keys=500), Layout(records_per_file=500),
                    [("first", 2000), ("second", 1000)], streams)
-    from ingestion.spark import get_session
-
-    spark = get_session("local")
     for segment, selects in (("first", ["orders", "orders_full_recompute"]), ("second", ["orders"])):
         ingest(spark, IngestConfig(input_uri=str(streams / segment / "topics"), sources_yml=SOURCES_YML))
         for select in selects:
-            result = dbtRunner().invoke(["run", "--select", select, "--project-dir", str(BENCH_DBT)])
-            if not result.success:
-                raise ArchiveError(f"the training run's `dbt run --select {select}` failed: {result.exception}")
+            timed_dbt(select)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tools.jvm_archive", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", type=Path, default=PROJECT_DIR / ".jars" / "spark-driver.jsa", help="the archive to write")
+    ap.add_argument("--out", type=Path, default=jvm_archive(), help="the archive to write (default: the profile's)")
     args = ap.parse_args(argv)
     out: Path = args.out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(out.name + ".partial")
     partial.unlink(missing_ok=True)
-
-    from ingestion.spark import get_session, profile_spark_settings
 
     with tempfile.TemporaryDirectory(prefix="cdc-jvm-archive-") as tmp:
         work = Path(tmp)
@@ -84,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         options = training_java_options(profile_spark_settings("local")[EXTRA_JAVA_OPTIONS], partial)
         spark = get_session("local", {EXTRA_JAVA_OPTIONS: options})
         gateway = spark.sparkContext._gateway  # type: ignore[attr-defined]
-        _workload(work)
+        _workload(spark, work)
         spark.stop()
         # The JVM writes the archive when it exits: end it, then wait for it to finish.
         try:
