@@ -24,8 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     files = extract.list_source_files(spark, args.input)
     keys = {f.topic: args.primary_key.split(",") for f in files}
     catalog = extract.catalog_frame(spark, files)
-    raw = extract.read_lines(spark, files)
-    lines = transform.attach_file_info(transform.number_lines(raw, catalog), catalog)
+    lines = transform.attach_file_info(transform.split_lines(extract.read_lines(spark, files), catalog), catalog)
     counts = transform.prepare(lines, keys).groupBy("_status").agg(F.count("*").alias("n")).collect()
     print({row["_status"]: row["n"] for row in counts})
     return 0

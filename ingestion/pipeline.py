@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Callable, Iterator, Mapping
 
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
@@ -164,27 +168,87 @@ def _run(spark: SparkSession, config: IngestConfig) -> RunSummary:
     ingested_at = datetime.now(timezone.utc).replace(tzinfo=None)  # session time zone is UTC
     key_map = _key_map(new_files, keys)
     catalog = extract.catalog_frame(spark, new_files)
-    raw = extract.read_lines(spark, new_files)
-    lines = transform.attach_file_info(transform.number_lines(raw, catalog), catalog)
-    classified = transform.for_landing(transform.prepare(lines, key_map, config.max_record_bytes))
+    lines = transform.attach_file_info(transform.split_lines(extract.read_lines(spark, new_files), catalog), catalog)
+    classified = transform.for_landing(
+        transform.prepare(lines, key_map, config.max_record_bytes), transform.SPLIT_POSITION)
+    input_bytes = _input_bytes(new_files)  # its keys: the bronze tables the run writes
+    tables = [(name, transform.BRONZE_COLUMNS, transform.BRONZE_KEY) for name in sorted(input_bytes)]
     # The setting is read when the cache is built, at the first action: hold it until unpersist.
-    with session_settings(spark, CACHE_SETTINGS):
+    with session_settings(spark, CACHE_SETTINGS), created_alongside(
+        spark, schema, [*tables, (LEDGER_TABLE, load.LEDGER_COLUMNS, load.LEDGER_KEY)]
+    ) as ensured:
         classified = classified.persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            stats = {row["_source_file"]: row for row in transform.file_stats(classified).collect()}
+            # One job builds the cache and counts it per file split: the lines are numbered
+            # from those counts, so the files are read once (README "Performance").
+            splits = transform.split_stats(classified).collect()
+            stats = _file_stats(splits)
             summary.tables = _summarize(new_files, stats, key_map)
-            samples = transform.quarantine_samples(classified, SAMPLES_PER_TOPIC).collect() if summary.quarantined else []
+            positions = spark.createDataFrame(
+                transform.split_positions(
+                    splits, {f.uri: f.size for f in new_files}, {f.uri: f.start_offset for f in new_files}),
+                transform.POSITIONS_SCHEMA,
+            )
+            placed = transform.place_lines(classified, positions)
+            samples = transform.quarantine_samples(placed, SAMPLES_PER_TOPIC).collect() if summary.quarantined else []
             log_quarantine(samples, summary)
 
             shared_offsets = extract.share_offsets(new_files, {uri: row["lines"] for uri, row in stats.items()})
-            input_bytes = _input_bytes(new_files)  # its keys: the bronze tables the run writes
+            created = ensured()
             write_tables(
-                spark, schema, classified, set(input_bytes), summary.tables, ingested_at, shared_offsets, input_bytes,
+                spark, schema, placed, set(input_bytes), summary.tables, ingested_at, shared_offsets, input_bytes,
+                created,
             )
-            _write_ledger(spark, schema, new_files, stats, ingested_at)
+            _write_ledger(spark, schema, new_files, stats, ingested_at, created[LEDGER_TABLE])
         finally:
             classified.unpersist()
     return summary
+
+
+def _file_stats(splits: list) -> dict[str, dict[str, int]]:
+    """Per file: its lines and the lines of each status, summed over its splits (split_stats rows)."""
+    counts = ["lines", *(status + "_count" for status in (
+        transform.STATUS_LANDED, transform.STATUS_QUARANTINED, transform.STATUS_TOMBSTONE))]
+    stats: dict[str, dict[str, int]] = {}
+    for row in splits:
+        entry = stats.setdefault(row["_source_file"], dict.fromkeys(counts, 0))
+        for name in counts:
+            entry[name] += row[name]
+    return stats
+
+
+@contextmanager
+def created_alongside(
+    spark: SparkSession, schema: str, tables: list[tuple[str, list[tuple[str, str]], list[str]]]
+) -> Iterator[Callable[[], dict[str, bool]]]:
+    """Create `tables` (load.ensure_table) in a thread once the block's first Spark job
+    runs, so that their catalog DDL (1.5-2 s for a run's tables) overlaps the parse instead
+    of following it. The thread waits for a running job because the main thread's planning
+    of that job waits for the metastore while the DDL holds it (tried: the first job then
+    started that much later). Yields a function that returns {table: created by this
+    call}, after creating them itself if no job ran (raises the DDL's error, if any)."""
+    stop = threading.Event()
+
+    def create() -> dict[str, bool] | None:
+        tracker = spark.sparkContext.statusTracker()
+        while not tracker.getActiveJobsIds():
+            if stop.wait(0.05):
+                return None
+        return {name: load.ensure_table(spark, schema, name, columns, key) for name, columns, key in tables}
+
+    def created() -> dict[str, bool]:
+        stop.set()
+        found = future.result()
+        if found is None:
+            found = {name: load.ensure_table(spark, schema, name, columns, key) for name, columns, key in tables}
+        return found
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        future = pool.submit(create)
+        try:
+            yield created
+        finally:
+            stop.set()
 
 
 def write_tables(
@@ -196,28 +260,35 @@ def write_tables(
     ingested_at: datetime,
     shared_offsets: bool = False,
     input_bytes: dict[str, int] | None = None,
+    created: Mapping[str, bool] | None = None,
 ) -> None:
     """Quarantine first, then every bronze table (keyed duplicate-drop inserts).
     `shared_offsets`: some files of the batch cover the same offsets (extract.share_offsets;
     a Kafka micro-batch never does). `input_bytes`: sink file bytes per table, which pick
-    bulk_insert for large shares (load.use_bulk_insert; None for a Kafka micro-batch)."""
+    bulk_insert for large shares (load.use_bulk_insert; None for a Kafka micro-batch).
+    `created`: tables the caller already ensured, {table: created by that call}."""
     if any(t.quarantined for t in counts):
-        created = load.ensure_table(spark, schema, QUARANTINE_TABLE, transform.QUARANTINE_COLUMNS, transform.QUARANTINE_KEY)
+        quarantine_created = load.ensure_table(
+            spark, schema, QUARANTINE_TABLE, transform.QUARANTINE_COLUMNS, transform.QUARANTINE_KEY)
         load.insert_new_rows(
             spark, transform.to_quarantine(classified, ingested_at), schema, QUARANTINE_TABLE,
-            transform.QUARANTINE_COLUMNS, transform.QUARANTINE_KEY, created=created,
+            transform.QUARANTINE_COLUMNS, transform.QUARANTINE_KEY, created=quarantine_created,
         )
     # Create every mappable table (dbt sources must exist even if only tombstones arrived),
     # one after the other (catalog DDL), then write them, several at a time.
     inserts = []
     for table in sorted(tables):
-        created = load.ensure_table(spark, schema, table, transform.BRONZE_COLUMNS, transform.BRONZE_KEY)
+        if created is not None and table in created:
+            was_created = created[table]
+        else:
+            was_created = load.ensure_table(spark, schema, table, transform.BRONZE_COLUMNS, transform.BRONZE_KEY)
         if any(t.table == table and t.landed for t in counts):
             bronze = transform.to_bronze(classified, table, ingested_at)
             if shared_offsets:
                 bronze = transform.one_row_per_key(bronze)
             bulk = load.use_bulk_insert((input_bytes or {}).get(table))
-            inserts.append(load.TableInsert(table, bronze, transform.BRONZE_COLUMNS, transform.BRONZE_KEY, bulk, created))
+            inserts.append(
+                load.TableInsert(table, bronze, transform.BRONZE_COLUMNS, transform.BRONZE_KEY, bulk, was_created))
     load.insert_new_rows_of_tables(spark, schema, inserts)
 
 
@@ -252,8 +323,10 @@ def _summarize(files: list[extract.SourceFile], stats: dict, key_map: dict[str, 
     return [tables[name] for name in sorted(tables)]
 
 
-def _write_ledger(spark: SparkSession, schema: str, files: list[extract.SourceFile], stats: dict, ingested_at: datetime) -> None:
-    """Last write of a run: these files are done."""
+def _write_ledger(
+    spark: SparkSession, schema: str, files: list[extract.SourceFile], stats: dict, ingested_at: datetime, created: bool,
+) -> None:
+    """Last write of a run: these files are done. `created`: the run created the ledger."""
     rows = []
     for f in files:
         row = stats.get(f.uri)
@@ -261,5 +334,4 @@ def _write_ledger(spark: SparkSession, schema: str, files: list[extract.SourceFi
         rows.append((f.topic, f.uri, *counts, ingested_at))
     ddl = ", ".join(f"{name} {kind}" for name, kind in load.LEDGER_COLUMNS)
     ledger = spark.createDataFrame(rows, ddl).select(*[F.col(n) for n, _ in load.LEDGER_COLUMNS])
-    created = load.ensure_table(spark, schema, LEDGER_TABLE, load.LEDGER_COLUMNS, load.LEDGER_KEY)
     load.insert_new_rows(spark, ledger, schema, LEDGER_TABLE, load.LEDGER_COLUMNS, load.LEDGER_KEY, created=created)

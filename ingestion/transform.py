@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from typing import Iterable, Mapping
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -70,61 +71,106 @@ QUARANTINE_COLUMNS: list[tuple[str, str]] = [
 QUARANTINE_KEY = ["_source_file", "_source_line"]
 
 
-def number_lines(raw: DataFrame, catalog: DataFrame) -> DataFrame:
-    r"""(_source_file, _block, _row_id, line) of extract.read_lines -> one row per line with
-    its 0-based `_line_index` in the file and `_unterminated` (the file's last line, when
-    the file does not end with a newline); a `\r` before the newline is dropped.
+# Where a line of a sink file sits before its offset is known: its file split (`_block`,
+# the split's start byte), its `_row_id` (rising by one from line to line inside a split)
+# and its bytes as stored (`_line_bytes`, with any `\r`). A run caches its lines with these
+# and numbers them afterwards (split_positions, place_lines) from counts taken on the
+# cache, so the files are read once.
+SPLIT_POSITION = ["_block", "_row_id", "_line_bytes"]
+# Where a line sits once numbered (and where a Kafka record sits from the start).
+LINE_POSITION = ["_offset", "_source_line"]
+POSITIONS_SCHEMA = "_source_file string, _block bigint, _offset_base bigint, _line_base bigint, _last_row_id bigint"
 
-    A line's index is the lines of the file's earlier splits plus its place in its split,
-    counted on the few (file, split) groups. A final trailing newline does not start another
-    line; an empty file has one empty line (its file-level error sends it to quarantine:
-    nothing is silently skipped)."""
-    per_file = Window.partitionBy("_source_file")
-    splits = (
-        raw.groupBy("_source_file", "_block")
-        .agg(
-            F.min("_row_id").alias("_first_row_id"),
-            F.count(F.lit(1)).alias("_lines"),
-            F.sum(F.octet_length("line")).alias("_bytes"),
-        )
-        .withColumn("_lines_before", F.sum("_lines").over(per_file.orderBy("_block")) - F.col("_lines"))
-        .withColumn("_file_lines", F.sum("_lines").over(per_file))
-        .withColumn("_file_bytes", F.sum("_bytes").over(per_file))
-        .join(F.broadcast(catalog.select("_source_file", "_size")), "_source_file")
-        .select(
-            "_source_file", "_block", "_first_row_id", "_lines_before", "_file_lines",
-            # The bytes not in a line are the `\n`s: one per line when the file ends with one.
-            (F.col("_size") - F.col("_file_bytes") < F.col("_file_lines")).alias("_no_final_newline"),
-        )
-    )
-    line_index = (F.col("_lines_before") + F.col("_row_id") - F.col("_first_row_id")).cast("int")
-    numbered = raw.join(F.broadcast(splits), ["_source_file", "_block"]).select(
+
+def split_lines(raw: DataFrame, catalog: DataFrame) -> DataFrame:
+    r"""(_source_file, _block, _row_id, line) of extract.read_lines -> the same with
+    `_line_bytes` and a `\r` before the newline dropped from `line`; plus one empty line
+    for each empty file, which Spark reads no line from (its file-level error sends it to
+    quarantine: nothing is silently skipped)."""
+    lines = raw.select(
         "_source_file",
-        line_index.alias("_line_index"),
+        "_block",
+        "_row_id",
+        F.octet_length("line").alias("_line_bytes"),
         # Not regexp_replace(line, '\r\z', ''): that regex is tried at every byte of every
         # line (about 2 s of a 900k-event run's parse; README "Performance").
         F.when(F.col("line").endswith("\r"), F.expr("substring(line, 1, length(line) - 1)"))
         .otherwise(F.col("line")).alias("line"),
-        (F.col("_no_final_newline") & (line_index == F.col("_file_lines") - 1)).alias("_unterminated"),
     )
-    # Spark reads no line from an empty file; the listing knows them.
     empty = catalog.where(F.col("_size") == 0).select(
         "_source_file",
-        F.lit(0).alias("_line_index"),
+        F.lit(0).cast("bigint").alias("_block"),
+        F.lit(0).cast("bigint").alias("_row_id"),
+        F.lit(0).alias("_line_bytes"),
         F.lit("").alias("line"),
-        F.lit(False).alias("_unterminated"),
     )
-    return numbered.unionByName(empty)
+    return lines.unionByName(empty)
+
+
+def split_stats(lines: DataFrame) -> DataFrame:
+    """Per (file, split): its first `_row_id`, lines and bytes, and, on classified lines,
+    the lines of each status (one small job on a run's cache gives split_positions what it
+    needs and the run its per-file counts)."""
+    statuses = [STATUS_LANDED, STATUS_QUARANTINED, STATUS_TOMBSTONE] if "_status" in lines.columns else []
+    return lines.groupBy("_source_file", "_block").agg(
+        F.min("_row_id").alias("first_row_id"),
+        F.count(F.lit(1)).alias("lines"),
+        F.sum("_line_bytes").alias("bytes"),
+        *[F.sum(F.when(F.col("_status") == s, 1).otherwise(0)).cast("bigint").alias(s + "_count") for s in statuses],
+    )
+
+
+def split_positions(stats: Iterable[Mapping], sizes: Mapping[str, int], start_offsets: Mapping[str, int | None]) -> list[tuple]:
+    r"""Rows of POSITIONS_SCHEMA from the rows of split_stats, the files' sizes and start offsets.
+
+    A line's index in its file is the lines of the file's earlier splits plus its place in
+    its split: `_line_base + _row_id`; its offset `_offset_base + _row_id`. `_last_row_id`
+    is the `_row_id` of the file's last line when the file does not end with a newline
+    (the bytes not in a line are the `\n`s: one per line when it does), else null."""
+    by_file: dict[str, list[Mapping]] = {}
+    for row in stats:
+        by_file.setdefault(row["_source_file"], []).append(row)
+    positions = []
+    for uri, splits in by_file.items():
+        splits.sort(key=lambda r: r["_block"])
+        file_lines = sum(r["lines"] for r in splits)
+        size = sizes[uri]
+        unterminated = size > 0 and size - sum(r["bytes"] for r in splits) < file_lines
+        before = 0
+        for r in splits:
+            base = before - r["first_row_id"]
+            start = start_offsets.get(uri)
+            last = r["first_row_id"] + r["lines"] - 1 if unterminated and before + r["lines"] == file_lines else None
+            positions.append((uri, r["_block"], None if start is None else start + base, base, last))
+            before += r["lines"]
+    return positions
+
+
+def place_lines(lines: DataFrame, positions: DataFrame) -> DataFrame:
+    """Lines with SPLIT_POSITION -> the same with LINE_POSITION (and `_line_index`,
+    `_unterminated`) instead, from the POSITIONS_SCHEMA rows of split_positions. A
+    classified line's `reason` says when a malformed line is the last of a file that does
+    not end with a newline."""
+    placed = lines.join(F.broadcast(positions), ["_source_file", "_block"])
+    index = (F.col("_line_base") + F.col("_row_id")).cast("int")
+    placed = (
+        placed.withColumn("_line_index", index)
+        .withColumn("_offset", F.col("_offset_base") + F.col("_row_id"))
+        .withColumn("_source_line", index + 1)
+        .withColumn("_unterminated", F.coalesce(F.col("_row_id") == F.col("_last_row_id"), F.lit(False)))
+    )
+    if "reason" in lines.columns:
+        placed = placed.withColumn(
+            "reason",
+            F.when((F.col("reason") == MALFORMED) & F.col("_unterminated"), F.lit(MALFORMED + TRUNCATED_HINT))
+            .otherwise(F.col("reason")),
+        )
+    return placed.drop(*SPLIT_POSITION, "_offset_base", "_line_base", "_last_row_id")
 
 
 def attach_file_info(lines: DataFrame, catalog: DataFrame) -> DataFrame:
-    """Add topic, partition, table and file-level errors; offset = start offset + line index."""
-    return (
-        lines.join(F.broadcast(catalog), "_source_file", "left")
-        .withColumn("_offset", F.col("_start_offset") + F.col("_line_index"))
-        .withColumn("_source_line", (F.col("_line_index") + 1).cast("int"))
-        .drop("_start_offset", "_size")
-    )
+    """Add topic, partition, table and file-level errors from the file list."""
+    return lines.join(F.broadcast(catalog), "_source_file", "left").drop("_start_offset", "_size")
 
 
 def _has_key(m: Column, key: str) -> Column:
@@ -252,13 +298,11 @@ def classify(records: DataFrame, primary_keys: dict[str, list[str]], max_record_
     key_reason = F.when(F.coalesce(F.col("_op"), F.lit("")) != "t", key_reason)
 
     size = F.octet_length("line")
-    truncated = F.coalesce(F.col("_unterminated"), F.lit(False)) if "_unterminated" in records.columns else F.lit(False)
     reason = (
         F.when(F.col("_file_error").isNotNull(), F.col("_file_error"))
         .when(size > max_record_bytes, F.format_string(
             f"record of %d bytes is over the limit of {max_record_bytes} bytes (--max-record-bytes)", size))
         .when(F.col("_tombstone"), F.lit(None))
-        .when(m.isNull() & truncated, F.lit(MALFORMED + TRUNCATED_HINT))
         .when(m.isNull(), F.lit(MALFORMED))
         .otherwise(F.coalesce(op_reason, key_reason))
     )
@@ -285,16 +329,18 @@ def prepare(lines: DataFrame, primary_keys: dict[str, list[str]], max_record_byt
 
 
 # What the writes, the per-file counts and the log samples read from a classified batch.
-LANDING_COLUMNS = [name for name, _ in BRONZE_COLUMNS if name != "_ingested_at"] + ["_table", "_status", "reason"]
+LANDING_COLUMNS = [name for name, _ in BRONZE_COLUMNS if name not in ("_ingested_at", *LINE_POSITION)] + [
+    "_table", "_status", "reason"]
 
 
-def for_landing(classified: DataFrame) -> DataFrame:
-    """The columns the landing steps read, the raw line only for quarantined records.
+def for_landing(classified: DataFrame, position: list[str] = LINE_POSITION) -> DataFrame:
+    """The columns the landing steps read, the raw line only for quarantined records;
+    `position`: where a line sits (LINE_POSITION, or SPLIT_POSITION before place_lines).
 
     This is what a run caches between its counts and its writes: without the parsed map
     and the raw line of every record it holds about a third of the bytes."""
     raw = F.when(F.col("_status") == STATUS_QUARANTINED, F.col("line")).alias("raw")
-    return classified.select(*LANDING_COLUMNS, raw)
+    return classified.select(*position, *LANDING_COLUMNS, raw)
 
 
 def _stamped(df: DataFrame, columns: list[tuple[str, str]], ingested_at: datetime) -> DataFrame:

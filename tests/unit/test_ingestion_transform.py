@@ -21,17 +21,21 @@ def expected_lines(content: bytes) -> list[tuple[int, str, bool]]:
 
 
 def numbered_lines(spark, root: Path, contents: list[bytes]) -> dict[int, list[tuple[int, str, bool]]]:
-    """Write each content as a sink file (start offset 1000 * its index), read them back:
-    file index -> sorted (line index, line, unterminated)."""
+    """Write each content as a sink file (start offset 1000 * its index), read and number
+    them as a run does: file index -> sorted (line index, line, unterminated)."""
     folder = root / "t.s.x" / "partition=0"
     folder.mkdir(parents=True)
     for i, content in enumerate(contents):
         (folder / f"t.s.x+0+{i * 1000:010d}.json").write_bytes(content)
     files = extract.list_source_files(spark, str(root))
     catalog = extract.catalog_frame(spark, files)
-    lines = transform.attach_file_info(transform.number_lines(extract.read_lines(spark, files), catalog), catalog)
+    lines = transform.split_lines(extract.read_lines(spark, files), catalog)
+    positions = transform.split_positions(
+        transform.split_stats(lines).collect(), {f.uri: f.size for f in files}, {f.uri: f.start_offset for f in files})
+    placed = transform.place_lines(lines, spark.createDataFrame(positions, transform.POSITIONS_SCHEMA))
     got: dict[int, list] = {}
-    for r in lines.collect():
+    for r in placed.collect():
+        assert r["_source_line"] == r["_line_index"] + 1
         got.setdefault((r["_offset"] - r["_line_index"]) // 1000, []).append((r["_line_index"], r["line"], r["_unterminated"]))
     return {i: sorted(found) for i, found in got.items()}
 
@@ -55,16 +59,41 @@ def test_number_lines_matches_a_plain_split(spark, tmp_path, split_bytes):
     assert got == {i: expected_lines(c) for i, c in enumerate(CONTENTS)}
 
 
-def test_oversized_and_truncated_reasons(spark):
+def test_oversized_reason(spark):
     df = spark.createDataFrame(
-        [(0, '{"id":1,"__op":"c"}', False), (1, '{"id":22222,"__op":"c"}', False), (2, '{"id":3', True)],
-        "_line_index int, line string, _unterminated boolean",
+        [(0, '{"id":1,"__op":"c"}'), (1, '{"id":22222,"__op":"c"}')], "_line_index int, line string",
     ).withColumn("_topic", transform.F.lit("t")).withColumn("_file_error", transform.F.lit(None).cast("string"))
     got = [r["reason"] for r in transform.prepare(df, {"t": ["id"]}, max_record_bytes=20).orderBy("_line_index").collect()]
+    assert got == [None, "record of 23 bytes is over the limit of 20 bytes (--max-record-bytes)"]
+
+
+@pytest.mark.parametrize("split_bytes", ["128m", "7"])
+def test_truncated_reason_only_on_a_files_unterminated_last_line(spark, tmp_path, split_bytes):
+    """A malformed last line without a newline gets the hint; the same line elsewhere
+    (a file that ends with a newline, or not the last line) does not."""
+    cut = b'{"id":1,"__op":"c"}\n{"id":2'
+    folder = tmp_path / "t.s.x" / "partition=0"
+    folder.mkdir(parents=True)
+    for i, content in enumerate([cut, cut + b"\n", b'{"id":2\n{"id":1,"__op":"c"}']):
+        (folder / f"t.s.x+0+{i * 1000:010d}.json").write_bytes(content)
+    with session_settings(spark, {"spark.sql.files.maxPartitionBytes": split_bytes, "spark.sql.files.openCostInBytes": "1"}):
+        files = extract.list_source_files(spark, str(tmp_path))
+        catalog = extract.catalog_frame(spark, files)
+        lines = transform.attach_file_info(transform.split_lines(extract.read_lines(spark, files), catalog), catalog)
+        classified = transform.for_landing(transform.prepare(lines, {"t.s.x": ["id"]}), transform.SPLIT_POSITION)
+        positions = transform.split_positions(
+            transform.split_stats(classified).collect(), {f.uri: f.size for f in files},
+            {f.uri: f.start_offset for f in files})
+        placed = transform.place_lines(classified, spark.createDataFrame(positions, transform.POSITIONS_SCHEMA))
+        got = sorted((r["_offset"], r["_status"], r["reason"]) for r in placed.collect())
+    malformed = "malformed JSON or not a JSON object"
     assert got == [
-        None,
-        "record of 23 bytes is over the limit of 20 bytes (--max-record-bytes)",
-        "malformed JSON or not a JSON object (the file's last line has no newline: was the file cut short?)",
+        (0, "landed", None),
+        (1, "quarantined", malformed + " (the file's last line has no newline: was the file cut short?)"),
+        (1000, "landed", None),
+        (1001, "quarantined", malformed),
+        (2000, "quarantined", malformed),
+        (2001, "landed", None),
     ]
 
 
