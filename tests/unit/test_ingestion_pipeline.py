@@ -15,7 +15,7 @@ import pytest
 from ingestion import load
 from ingestion.cli import main
 from ingestion.extract import SourceFile, share_offsets
-from ingestion.pipeline import IngestConfig, RunSummary, run
+from ingestion.pipeline import IngestConfig, RunSummary, created_alongside, run
 from tests.support.lakehouse import drop_schemas
 
 SCHEMA = "bronze_it_pipeline"
@@ -337,5 +337,27 @@ def test_large_shares_land_with_bulk_insert(spark, sink, first_run, monkeypatch)
         before = {t: spark.table(f"{schema}.{t}").count() for t in tables}
         run(spark, replace(config, reprocess=True))
         assert {t: spark.table(f"{schema}.{t}").count() for t in tables} == before
+    finally:
+        drop_schemas(spark, [schema])
+
+
+@pytest.mark.parametrize("job_runs", [True, False])
+def test_tables_created_alongside_a_job_or_without_one(spark, job_runs):
+    """created_alongside gives its tables whether a job ran in its block (its thread
+    creates them once one runs) or none did (then they are created when asked), and says
+    which this call created: a table already there, or a second call, created none."""
+    schema = "bronze_it_alongside"
+    tables = [(name, load.LEDGER_COLUMNS, load.LEDGER_KEY) for name in ("t_one", "t_two")]
+    drop_schemas(spark, [schema])
+    try:
+        load.ensure_schema(spark, schema)
+        spark.sql(f"CREATE TABLE {schema}.t_two (_topic string) USING parquet")  # already there
+        with created_alongside(spark, schema, tables) as ensured:
+            if job_runs:
+                spark.range(3_000_000).selectExpr("sum(id * id % 7)").collect()
+            assert ensured() == {"t_one": True, "t_two": False}
+        assert load.table_exists(spark, schema, "t_one")
+        with created_alongside(spark, schema, tables) as ensured:
+            assert ensured() == {"t_one": False, "t_two": False}
     finally:
         drop_schemas(spark, [schema])
