@@ -126,5 +126,5 @@ fixtures: setup
 CDC_TOPIC_PATTERN ?= (pagila\.public|mariadb\.movies_db)\..*
 .PHONY: run
 run: setup
-	$(BIN)/python -m runner --once --kafka-bootstrap-servers 127.0.0.1:$${CDC_KAFKA_PORT:-59092} \
+	$(BIN)/python -m runner --once --kafka-bootstrap-servers 127.0.0.1:$${CDC_KAFKA_PORT:-29092} \
 	  --topic-pattern '$(CDC_TOPIC_PATTERN)'

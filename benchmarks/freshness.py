@@ -23,11 +23,11 @@ from benchmarks.cases import PROJECT_DIR, PYTHON
 
 # Ports 20 above the `make cdc-up` defaults (the e2e tests use +10).
 PORTS = {
-    "CDC_PG_PORT": "55452",
-    "CDC_MARIADB_PORT": "53326",
-    "CDC_KAFKA_PORT": "59112",
-    "CDC_KAFKA_CONTROLLER_PORT": "59113",
-    "CDC_CONNECT_PORT": "58103",
+    "CDC_PG_PORT": "25452",
+    "CDC_MARIADB_PORT": "23326",
+    "CDC_KAFKA_PORT": "29112",
+    "CDC_KAFKA_CONTROLLER_PORT": "29113",
+    "CDC_CONNECT_PORT": "28103",
 }
 PASS_DONE = re.compile(r"ingestion [0-9.]+s, dbt build [0-9.]+s: (ok|failed)")
 ACTOR_LANDED = re.compile(r"^pagila_public_actor\s+\S+\s+\d+\s+(\d+)")

@@ -5,10 +5,10 @@
 | ``CDC_STACK_DIR`` | ``<repo>/build/stack`` (data, logs, pid files, generated configs) |
 | ``CDC_STACK_JARS`` | ``<repo>/.jars`` (``kafka/`` and ``connect-plugins/`` from ``make setup``) |
 | ``PAGILA_DIR`` | ``<repo>/../shared/datasets/pagila`` |
-| ``CDC_PG_PORT`` | 55432 |
-| ``CDC_MARIADB_PORT`` | 53306 |
-| ``CDC_KAFKA_PORT`` / ``CDC_KAFKA_CONTROLLER_PORT`` | 59092 / 59093 |
-| ``CDC_CONNECT_PORT`` | 58083 |
+| ``CDC_PG_PORT`` | 25432 |
+| ``CDC_MARIADB_PORT`` | 23306 |
+| ``CDC_KAFKA_PORT`` / ``CDC_KAFKA_CONTROLLER_PORT`` | 29092 / 29093 |
+| ``CDC_CONNECT_PORT`` | 28083 |
 | ``CDC_PG_BINDIR`` | the newest ``/usr/lib/postgresql/<n>/bin`` |
 """
 
@@ -147,9 +147,13 @@ def load_settings() -> Settings:
         stack_dir=stack_dir.resolve(),
         jars_dir=jars_dir.resolve(),
         pagila_dir=pagila_dir.resolve(),
-        pg_port=_port("CDC_PG_PORT", 55432),
-        mariadb_port=_port("CDC_MARIADB_PORT", 53306),
-        kafka_port=_port("CDC_KAFKA_PORT", 59092),
-        controller_port=_port("CDC_KAFKA_CONTROLLER_PORT", 59093),
-        connect_port=_port("CDC_CONNECT_PORT", 58083),
+        # Defaults below Linux's ephemeral port range (32768-60999): a port in it can be
+        # taken as the source port of an outgoing connection, e.g. the Kafka controller's
+        # own client dialling its port before it listens (TCP self-connect); the bind then
+        # fails ("Address already in use" for 59103 in a make test at 5712b63).
+        pg_port=_port("CDC_PG_PORT", 25432),
+        mariadb_port=_port("CDC_MARIADB_PORT", 23306),
+        kafka_port=_port("CDC_KAFKA_PORT", 29092),
+        controller_port=_port("CDC_KAFKA_CONTROLLER_PORT", 29093),
+        connect_port=_port("CDC_CONNECT_PORT", 28083),
     )

@@ -13,11 +13,11 @@ import pytest
 
 # Ports 10 above the `make cdc-up` defaults.
 TEST_PORTS = {
-    "CDC_PG_PORT": "55442",
-    "CDC_MARIADB_PORT": "53316",
-    "CDC_KAFKA_PORT": "59102",
-    "CDC_KAFKA_CONTROLLER_PORT": "59103",
-    "CDC_CONNECT_PORT": "58093",
+    "CDC_PG_PORT": "25442",
+    "CDC_MARIADB_PORT": "23316",
+    "CDC_KAFKA_PORT": "29102",
+    "CDC_KAFKA_CONTROLLER_PORT": "29103",
+    "CDC_CONNECT_PORT": "28093",
 }
 CONNECTORS = ("pagila-envelope", "movies-envelope")
 

@@ -22,11 +22,11 @@ from . import workload
 # The recorder's own stack: never the default build/stack, never another engineer's.
 DEFAULT_STACK_DIR = Path("/tmp/fixture-stack")
 DEFAULT_PORTS = {
-    "CDC_PG_PORT": 55452,
-    "CDC_MARIADB_PORT": 53326,
-    "CDC_KAFKA_PORT": 59112,
-    "CDC_KAFKA_CONTROLLER_PORT": 59113,
-    "CDC_CONNECT_PORT": 58103,
+    "CDC_PG_PORT": 25452,
+    "CDC_MARIADB_PORT": 23326,
+    "CDC_KAFKA_PORT": 29112,
+    "CDC_KAFKA_CONTROLLER_PORT": 29113,
+    "CDC_CONNECT_PORT": 28103,
 }
 MARKER = ".record-fixtures"  # a stack dir the recorder made (so it may purge it)
 
