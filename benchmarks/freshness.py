@@ -20,15 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.cases import PROJECT_DIR, PYTHON
+from stack.settings import ports_above_defaults
 
 # Ports 20 above the `make cdc-up` defaults (the e2e tests use +10).
-PORTS = {
-    "CDC_PG_PORT": "25452",
-    "CDC_MARIADB_PORT": "23326",
-    "CDC_KAFKA_PORT": "29112",
-    "CDC_KAFKA_CONTROLLER_PORT": "29113",
-    "CDC_CONNECT_PORT": "28103",
-}
+PORTS = ports_above_defaults(20)
 PASS_DONE = re.compile(r"ingestion [0-9.]+s, dbt build [0-9.]+s: (ok|failed)")
 ACTOR_LANDED = re.compile(r"^pagila_public_actor\s+\S+\s+\d+\s+(\d+)")
 

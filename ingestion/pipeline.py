@@ -184,12 +184,7 @@ def _run(spark: SparkSession, config: IngestConfig) -> RunSummary:
             splits = transform.split_stats(classified).collect()
             stats = _file_stats(splits)
             summary.tables = _summarize(new_files, stats, key_map)
-            positions = spark.createDataFrame(
-                transform.split_positions(
-                    splits, {f.uri: f.size for f in new_files}, {f.uri: f.start_offset for f in new_files}),
-                transform.POSITIONS_SCHEMA,
-            )
-            placed = transform.place_lines(classified, positions)
+            placed = transform.place_lines(classified, splits, new_files)
             samples = transform.quarantine_samples(placed, SAMPLES_PER_TOPIC).collect() if summary.quarantined else []
             log_quarantine(samples, summary)
 
@@ -206,13 +201,11 @@ def _run(spark: SparkSession, config: IngestConfig) -> RunSummary:
 
 
 def _file_stats(splits: list) -> dict[str, dict[str, int]]:
-    """Per file: its lines and the lines of each status, summed over its splits (split_stats rows)."""
-    counts = ["lines", *(status + "_count" for status in (
-        transform.STATUS_LANDED, transform.STATUS_QUARANTINED, transform.STATUS_TOMBSTONE))]
+    """Per file: its transform.STATUS_COUNTS, summed over its splits (split_stats rows)."""
     stats: dict[str, dict[str, int]] = {}
     for row in splits:
-        entry = stats.setdefault(row["_source_file"], dict.fromkeys(counts, 0))
-        for name in counts:
+        entry = stats.setdefault(row["_source_file"], dict.fromkeys(transform.STATUS_COUNTS, 0))
+        for name in transform.STATUS_COUNTS:
             entry[name] += row[name]
     return stats
 
@@ -229,22 +222,23 @@ def created_alongside(
     call}, after creating them itself if no job ran (raises the DDL's error, if any)."""
     stop = threading.Event()
 
-    def create() -> dict[str, bool] | None:
+    def ensure_all() -> dict[str, bool]:
+        return {name: load.ensure_table(spark, schema, name, columns, key) for name, columns, key in tables}
+
+    def once_a_job_runs() -> dict[str, bool] | None:
         tracker = spark.sparkContext.statusTracker()
         while not tracker.getActiveJobsIds():
             if stop.wait(0.05):
                 return None
-        return {name: load.ensure_table(spark, schema, name, columns, key) for name, columns, key in tables}
+        return ensure_all()
 
     def created() -> dict[str, bool]:
         stop.set()
         found = future.result()
-        if found is None:
-            found = {name: load.ensure_table(spark, schema, name, columns, key) for name, columns, key in tables}
-        return found
+        return ensure_all() if found is None else found
 
     with ThreadPoolExecutor(max_workers=1) as pool:
-        future = pool.submit(create)
+        future = pool.submit(once_a_job_runs)
         try:
             yield created
         finally:

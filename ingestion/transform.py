@@ -14,6 +14,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
+from ingestion.extract import SourceFile
+
 MAP = "map<string,string>"
 # The envelope's `source` fields bronze keeps as columns. All strings, as in MAP (any JSON
 # value is kept as its text), and cast afterwards: only these fields are materialized.
@@ -109,19 +111,16 @@ def split_lines(raw: DataFrame, catalog: DataFrame) -> DataFrame:
 
 def split_stats(lines: DataFrame) -> DataFrame:
     """Per (file, split): its first `_row_id`, lines and bytes, and, on classified lines,
-    the lines of each status (one small job on a run's cache gives split_positions what it
+    the lines of each status (one small job on a run's cache gives place_lines what it
     needs and the run its per-file counts)."""
-    statuses = [STATUS_LANDED, STATUS_QUARANTINED, STATUS_TOMBSTONE] if "_status" in lines.columns else []
+    counts = status_counts() if "_status" in lines.columns else [F.count(F.lit(1)).alias("lines")]
     return lines.groupBy("_source_file", "_block").agg(
-        F.min("_row_id").alias("first_row_id"),
-        F.count(F.lit(1)).alias("lines"),
-        F.sum("_line_bytes").alias("bytes"),
-        *[F.sum(F.when(F.col("_status") == s, 1).otherwise(0)).cast("bigint").alias(s + "_count") for s in statuses],
-    )
+        F.min("_row_id").alias("first_row_id"), F.sum("_line_bytes").alias("bytes"), *counts)
 
 
-def split_positions(stats: Iterable[Mapping], sizes: Mapping[str, int], start_offsets: Mapping[str, int | None]) -> list[tuple]:
-    r"""Rows of POSITIONS_SCHEMA from the rows of split_stats, the files' sizes and start offsets.
+def split_positions(stats: Iterable[Mapping], files: Iterable[SourceFile]) -> list[tuple]:
+    r"""Rows of POSITIONS_SCHEMA from the rows of split_stats and the files' sizes and
+    start offsets.
 
     A line's index in its file is the lines of the file's earlier splits plus its place in
     its split: `_line_base + _row_id`; its offset `_offset_base + _row_id`. `_last_row_id`
@@ -131,26 +130,25 @@ def split_positions(stats: Iterable[Mapping], sizes: Mapping[str, int], start_of
     for row in stats:
         by_file.setdefault(row["_source_file"], []).append(row)
     positions = []
-    for uri, splits in by_file.items():
-        splits.sort(key=lambda r: r["_block"])
+    for f in files:
+        splits = sorted(by_file.get(f.uri, []), key=lambda r: r["_block"])
         file_lines = sum(r["lines"] for r in splits)
-        size = sizes[uri]
-        unterminated = size > 0 and size - sum(r["bytes"] for r in splits) < file_lines
+        unterminated = f.size > 0 and f.size - sum(r["bytes"] for r in splits) < file_lines
         before = 0
         for r in splits:
             base = before - r["first_row_id"]
-            start = start_offsets.get(uri)
             last = r["first_row_id"] + r["lines"] - 1 if unterminated and before + r["lines"] == file_lines else None
-            positions.append((uri, r["_block"], None if start is None else start + base, base, last))
+            positions.append((f.uri, r["_block"], None if f.start_offset is None else f.start_offset + base, base, last))
             before += r["lines"]
     return positions
 
 
-def place_lines(lines: DataFrame, positions: DataFrame) -> DataFrame:
+def place_lines(lines: DataFrame, stats: Iterable[Mapping], files: Iterable[SourceFile]) -> DataFrame:
     """Lines with SPLIT_POSITION -> the same with LINE_POSITION (and `_line_index`,
-    `_unterminated`) instead, from the POSITIONS_SCHEMA rows of split_positions. A
-    classified line's `reason` says when a malformed line is the last of a file that does
-    not end with a newline."""
+    `_unterminated`) instead, from the rows of split_stats on them and the files they
+    were read from (split_positions). A classified line's `reason` says when a malformed
+    line is the last of a file that does not end with a newline."""
+    positions = lines.sparkSession.createDataFrame(split_positions(stats, files), POSITIONS_SCHEMA)
     placed = lines.join(F.broadcast(positions), ["_source_file", "_block"])
     index = (F.col("_line_base") + F.col("_row_id")).cast("int")
     placed = (
@@ -368,19 +366,23 @@ def to_quarantine(classified: DataFrame, ingested_at: datetime) -> DataFrame:
     return _stamped(rejected, QUARANTINE_COLUMNS, ingested_at)
 
 
-def file_stats(classified: DataFrame, by: str = "_source_file") -> DataFrame:
-    """Per file (or per `by`, e.g. `_topic`): lines, landed, quarantined, tombstones
-    (feeds the ledger and the summary)."""
+# The counts of file_stats and split_stats: lines, and lines of each status.
+STATUS_COUNTS = ["lines", *(status + "_count" for status in (STATUS_LANDED, STATUS_QUARANTINED, STATUS_TOMBSTONE))]
+
+
+def status_counts() -> list[Column]:
+    """The STATUS_COUNTS aggregates over classified lines."""
 
     def count(status: str) -> Column:
         return F.sum(F.when(F.col("_status") == status, 1).otherwise(0)).cast("bigint").alias(status + "_count")
 
-    return classified.groupBy(by).agg(
-        F.count(F.lit(1)).cast("bigint").alias("lines"),
-        count(STATUS_LANDED),
-        count(STATUS_QUARANTINED),
-        count(STATUS_TOMBSTONE),
-    )
+    return [F.count(F.lit(1)).cast("bigint").alias("lines"), count(STATUS_LANDED), count(STATUS_QUARANTINED),
+            count(STATUS_TOMBSTONE)]
+
+
+def file_stats(classified: DataFrame, by: str = "_source_file") -> DataFrame:
+    """Per file (or per `by`, e.g. `_topic`): STATUS_COUNTS (feeds the ledger and the summary)."""
+    return classified.groupBy(by).agg(*status_counts())
 
 
 def quarantine_samples(classified: DataFrame, per_topic: int) -> DataFrame:

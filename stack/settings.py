@@ -31,10 +31,29 @@ KAFKA_VERSION = "4.1.1"
 DEBEZIUM_VERSION = "3.5.0.Final"
 
 
-def _port(name: str, default: int) -> int:
+# Below Linux's ephemeral port range (32768-60999): a port in it can be taken as the
+# source port of an outgoing connection, e.g. the Kafka controller's own client dialling
+# its port before it listens (TCP self-connect); the bind then fails ("Address already in
+# use" for 59103 in a make test at 5712b63).
+DEFAULT_PORTS = {
+    "CDC_PG_PORT": 25432,
+    "CDC_MARIADB_PORT": 23306,
+    "CDC_KAFKA_PORT": 29092,
+    "CDC_KAFKA_CONTROLLER_PORT": 29093,
+    "CDC_CONNECT_PORT": 28083,
+}
+
+
+def ports_above_defaults(offset: int) -> dict[str, str]:
+    """Every port variable `offset` above its default: a second stack (the tests', the
+    bench's) beside a developer's `make cdc-up` one."""
+    return {name: str(port + offset) for name, port in DEFAULT_PORTS.items()}
+
+
+def _port(name: str) -> int:
     raw = os.environ.get(name, "").strip()
     if not raw:
-        return default
+        return DEFAULT_PORTS[name]
     try:
         value = int(raw)
     except ValueError:
@@ -147,13 +166,9 @@ def load_settings() -> Settings:
         stack_dir=stack_dir.resolve(),
         jars_dir=jars_dir.resolve(),
         pagila_dir=pagila_dir.resolve(),
-        # Defaults below Linux's ephemeral port range (32768-60999): a port in it can be
-        # taken as the source port of an outgoing connection, e.g. the Kafka controller's
-        # own client dialling its port before it listens (TCP self-connect); the bind then
-        # fails ("Address already in use" for 59103 in a make test at 5712b63).
-        pg_port=_port("CDC_PG_PORT", 25432),
-        mariadb_port=_port("CDC_MARIADB_PORT", 23306),
-        kafka_port=_port("CDC_KAFKA_PORT", 29092),
-        controller_port=_port("CDC_KAFKA_CONTROLLER_PORT", 29093),
-        connect_port=_port("CDC_CONNECT_PORT", 28083),
+        pg_port=_port("CDC_PG_PORT"),
+        mariadb_port=_port("CDC_MARIADB_PORT"),
+        kafka_port=_port("CDC_KAFKA_PORT"),
+        controller_port=_port("CDC_KAFKA_CONTROLLER_PORT"),
+        connect_port=_port("CDC_CONNECT_PORT"),
     )

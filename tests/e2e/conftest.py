@@ -10,15 +10,10 @@ import os
 from pathlib import Path
 
 import pytest
+from stack.settings import ports_above_defaults
 
 # Ports 10 above the `make cdc-up` defaults.
-TEST_PORTS = {
-    "CDC_PG_PORT": "25442",
-    "CDC_MARIADB_PORT": "23316",
-    "CDC_KAFKA_PORT": "29102",
-    "CDC_KAFKA_CONTROLLER_PORT": "29103",
-    "CDC_CONNECT_PORT": "28093",
-}
+TEST_PORTS = ports_above_defaults(10)
 CONNECTORS = ("pagila-envelope", "movies-envelope")
 
 

@@ -14,17 +14,12 @@ import pytest
 
 import stack
 from stack.proc import pid_alive
+from stack.settings import ports_above_defaults
 
 pytestmark = pytest.mark.stack
 
 # 20 above the `make cdc-up` defaults (the e2e tests use 10 above).
-PORTS = {
-    "CDC_PG_PORT": "25452",
-    "CDC_MARIADB_PORT": "23326",
-    "CDC_KAFKA_PORT": "29112",
-    "CDC_KAFKA_CONTROLLER_PORT": "29113",
-    "CDC_CONNECT_PORT": "28103",
-}
+PORTS = ports_above_defaults(20)
 
 
 @pytest.fixture

@@ -20,19 +20,21 @@ def expected_lines(content: bytes) -> list[tuple[int, str, bool]]:
             for i, part in enumerate(parts)]
 
 
-def numbered_lines(spark, root: Path, contents: list[bytes]) -> dict[int, list[tuple[int, str, bool]]]:
-    """Write each content as a sink file (start offset 1000 * its index), read and number
-    them as a run does: file index -> sorted (line index, line, unterminated)."""
+def write_sink_files(spark, root: Path, contents: list[bytes]) -> list[extract.SourceFile]:
+    """Each content as a sink file of topic t.s.x (start offset 1000 * its index), listed."""
     folder = root / "t.s.x" / "partition=0"
     folder.mkdir(parents=True)
     for i, content in enumerate(contents):
         (folder / f"t.s.x+0+{i * 1000:010d}.json").write_bytes(content)
-    files = extract.list_source_files(spark, str(root))
-    catalog = extract.catalog_frame(spark, files)
-    lines = transform.split_lines(extract.read_lines(spark, files), catalog)
-    positions = transform.split_positions(
-        transform.split_stats(lines).collect(), {f.uri: f.size for f in files}, {f.uri: f.start_offset for f in files})
-    placed = transform.place_lines(lines, spark.createDataFrame(positions, transform.POSITIONS_SCHEMA))
+    return extract.list_source_files(spark, str(root))
+
+
+def numbered_lines(spark, root: Path, contents: list[bytes]) -> dict[int, list[tuple[int, str, bool]]]:
+    """Write the contents as sink files, read and number them as a run does:
+    file index -> sorted (line index, line, unterminated)."""
+    files = write_sink_files(spark, root, contents)
+    lines = transform.split_lines(extract.read_lines(spark, files), extract.catalog_frame(spark, files))
+    placed = transform.place_lines(lines, transform.split_stats(lines).collect(), files)
     got: dict[int, list] = {}
     for r in placed.collect():
         assert r["_source_line"] == r["_line_index"] + 1
@@ -72,19 +74,12 @@ def test_truncated_reason_only_on_a_files_unterminated_last_line(spark, tmp_path
     """A malformed last line without a newline gets the hint; the same line elsewhere
     (a file that ends with a newline, or not the last line) does not."""
     cut = b'{"id":1,"__op":"c"}\n{"id":2'
-    folder = tmp_path / "t.s.x" / "partition=0"
-    folder.mkdir(parents=True)
-    for i, content in enumerate([cut, cut + b"\n", b'{"id":2\n{"id":1,"__op":"c"}']):
-        (folder / f"t.s.x+0+{i * 1000:010d}.json").write_bytes(content)
+    files = write_sink_files(spark, tmp_path, [cut, cut + b"\n", b'{"id":2\n{"id":1,"__op":"c"}'])
     with session_settings(spark, {"spark.sql.files.maxPartitionBytes": split_bytes, "spark.sql.files.openCostInBytes": "1"}):
-        files = extract.list_source_files(spark, str(tmp_path))
         catalog = extract.catalog_frame(spark, files)
         lines = transform.attach_file_info(transform.split_lines(extract.read_lines(spark, files), catalog), catalog)
         classified = transform.for_landing(transform.prepare(lines, {"t.s.x": ["id"]}), transform.SPLIT_POSITION)
-        positions = transform.split_positions(
-            transform.split_stats(classified).collect(), {f.uri: f.size for f in files},
-            {f.uri: f.start_offset for f in files})
-        placed = transform.place_lines(classified, spark.createDataFrame(positions, transform.POSITIONS_SCHEMA))
+        placed = transform.place_lines(classified, transform.split_stats(classified).collect(), files)
         got = sorted((r["_offset"], r["_status"], r["reason"]) for r in placed.collect())
     malformed = "malformed JSON or not a JSON object"
     assert got == [

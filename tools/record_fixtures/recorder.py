@@ -16,18 +16,13 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+from stack.settings import ports_above_defaults
 
 from . import workload
 
 # The recorder's own stack: never the default build/stack, never another engineer's.
 DEFAULT_STACK_DIR = Path("/tmp/fixture-stack")
-DEFAULT_PORTS = {
-    "CDC_PG_PORT": 25452,
-    "CDC_MARIADB_PORT": 23326,
-    "CDC_KAFKA_PORT": 29112,
-    "CDC_KAFKA_CONTROLLER_PORT": 29113,
-    "CDC_CONNECT_PORT": 28103,
-}
+DEFAULT_PORTS = {name: int(port) for name, port in ports_above_defaults(20).items()}
 MARKER = ".record-fixtures"  # a stack dir the recorder made (so it may purge it)
 
 # connector -> (source, topic prefix of its tables, snapshot override)
