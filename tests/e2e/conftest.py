@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from stack.settings import ports_above_defaults
 
 # Ports 10 above the `make cdc-up` defaults.
