@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
             measured += [Result("freshness", variant, 0, 1, s, 0) for s in fresh.seconds]
         except freshness.FreshnessError as exc:
             failed = f"freshness failed: {exc}"  # the other cases took half an hour: keep them
-    checks = results.write(measured, scale, args.master, out)
+    checks = results.write(measured, scale, args.master, out, notes="\n\n".join(bench.notes))
     print(f"\nwrote {out}/results.md, results.csv and plots")
     for t in checks:
         print(f"  {t.what}: {t.measured} (target {t.wanted}) {'' if t.met is None else ('met' if t.met else 'MISSED')}")

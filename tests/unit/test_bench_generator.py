@@ -7,6 +7,7 @@ import json
 from collections import Counter
 from datetime import date, datetime, timedelta
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 
@@ -113,3 +114,14 @@ def test_same_seed_same_bytes(tmp_path):
     assert files
     for f in files:
         assert (tmp_path / "x" / f).read_bytes() == (tmp_path / "y" / f).read_bytes()
+
+
+def test_median_of_rounds_takes_the_middle_time_and_the_largest_memory():
+    from benchmarks.cases import median
+    from benchmarks.measure import Measured
+
+    runs = [Measured(name, seconds, mib, 1.0, Path(name)) for name, seconds, mib in
+            [("a", 31.0, 2000.0), ("b", 29.5, 2100.0), ("c", 36.8, 1900.0)]]
+    assert (median(runs).step, median(runs).seconds, median(runs).peak_jvm_mib) == ("a", 31.0, 2100.0)
+    assert median(runs[:2]).step == "a"  # an even count: the upper of the two middle ones
+    assert median(runs[2:]) == runs[2]
