@@ -60,13 +60,8 @@ demo: setup sample
 	$(BIN)/python -m tools.demo
 
 # --- tests ---------------------------------------------------------------------
-# Two pytest-xdist workers, each with its own Spark session and lakehouse: a test is often
-# the driver's work on one core (planning, metastore, Hudi commits) or waits for a
-# service, so a second test fills the other core (README "Limits"). The tests that start
-# the CDC stack run in one worker, one after the other. PYTEST_WORKERS=0: one process.
-PYTEST_WORKERS ?= 2
 test: setup lint
-	$(BIN)/python -m pytest -q --durations=15 -n $(PYTEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -q --durations=15
 
 # The property and crash tests with a large budget (more random change streams, more kills;
 # 69.5 minutes on 2 cores, measured; raise CDC_PROPERTY_EXAMPLES / CDC_CRASH_KILLS for more).

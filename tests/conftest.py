@@ -23,8 +23,8 @@ _RUN_DIR = Path(tempfile.mkdtemp(prefix="cdc-lakehouse-test-"))
 os.environ["CDC_LAKEHOUSE_DIR"] = str(_RUN_DIR / "lakehouse")
 os.environ.setdefault("CDC_SPARK_MASTER", "local[2]")
 os.environ["DBT_PROFILES_DIR"] = str(ROOT / "profiles")
-# dbt's target/ and logs/ per run too: pytest-xdist's workers (Makefile) run dbt in
-# parallel on this one project, and must not write over each other's manifest.
+# dbt's target/ and logs/ per run too, not the project's own (a run beside the tests,
+# or the demo, must not read a manifest the tests left).
 os.environ["DBT_TARGET_PATH"] = str(_RUN_DIR / "dbt-target")
 os.environ["DBT_LOG_PATH"] = str(_RUN_DIR / "dbt-logs")
 os.environ["TZ"] = "UTC"

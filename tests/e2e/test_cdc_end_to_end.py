@@ -26,7 +26,7 @@ from tests.support.compare import diff
 from tests.support.lakehouse import dbt, silver_rows
 from tests.support.paths import ROOT
 
-pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("empty_project_schemas"), pytest.mark.xdist_group("serial")]
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("empty_project_schemas")]
 
 TOPIC_PATTERN = r"(pagila\.public|mariadb\.movies_db)\..*"
 PAGILA_TABLES = (

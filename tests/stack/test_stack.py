@@ -16,7 +16,7 @@ import stack
 from stack.proc import pid_alive
 from stack.settings import ports_above_defaults
 
-pytestmark = [pytest.mark.stack, pytest.mark.xdist_group("serial")]
+pytestmark = pytest.mark.stack
 
 # 20 above the `make cdc-up` defaults (the e2e tests use 10 above).
 PORTS = ports_above_defaults(20)
