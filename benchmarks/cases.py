@@ -185,22 +185,8 @@ class Bench:
         rounds: dict[str, list[Measured]] = {}
         for i in range(1, self.scale.ingestion_rounds + 1):
             tag = f"_round{i}" if self.scale.ingestion_rounds > 1 else ""
-            writer_table = self.lakehouse("hudi_writer")
-            rounds.setdefault("Hudi Spark writer (HoodieStreamer's path)", []).append(self.step(
-                f"hudi_writer_hist1{tag}", [
-                    PYTHON, "-m", "benchmarks.hudi_writer", "--input", self.topics("hist1"),
-                    "--path", str(writer_table / "orders"),
-                ], writer_table))
-            shutil.rmtree(writer_table, ignore_errors=True)
-            if self.scale.one_core:
-                rounds.setdefault("ours local[1]", []).append(
-                    self.ingest("hist1", self.lakehouse("one_core"), master="local[1]", tag=f"_local1{tag}"))
-                shutil.rmtree(self.lakehouse("one_core"))
-            last = i == self.scale.ingestion_rounds
-            target = self.lakehouse() if last else self.lakehouse("scratch")
-            rounds.setdefault(f"ours {self.master}", []).append(self.ingest("hist1", target, tag=tag))
-            if not last:
-                shutil.rmtree(target)
+            for variant, measured in self.ingestion_round(tag, last=i == self.scale.ingestion_rounds).items():
+                rounds.setdefault(variant, []).append(measured)
         for variant, measured in rounds.items():
             self.record("ingestion", variant, 0, events, median(measured))
         if self.scale.ingestion_rounds > 1:
@@ -210,6 +196,26 @@ class Bench:
                 + "; ".join(f"{variant} {', '.join(f'{m.seconds:.1f}' for m in measured)} s"
                             for variant, measured in rounds.items()) + ".")
         self.bronze_events = events
+
+    def ingestion_round(self, tag: str, last: bool) -> dict[str, Measured]:
+        """One round of the comparison, in this order: Hudi's writer, ours on `local[1]`
+        (with `one_core`), ours on the bench's master; each into empty tables, removed
+        after it, except ours in the `last` round, which lands in the main lakehouse."""
+        measured: dict[str, Measured] = {}
+        writer = self.lakehouse("hudi_writer")
+        measured["Hudi Spark writer (HoodieStreamer's path)"] = self.step(f"hudi_writer_hist1{tag}", [
+            PYTHON, "-m", "benchmarks.hudi_writer", "--input", self.topics("hist1"), "--path", str(writer / "orders"),
+        ], writer)
+        shutil.rmtree(writer, ignore_errors=True)
+        if self.scale.one_core:
+            one_core = self.lakehouse("one_core")
+            measured["ours local[1]"] = self.ingest("hist1", one_core, master="local[1]", tag=f"_local1{tag}")
+            shutil.rmtree(one_core, ignore_errors=True)
+        target = self.lakehouse() if last else self.lakehouse("scratch")
+        measured[f"ours {self.master}"] = self.ingest("hist1", target, tag=tag)
+        if not last:
+            shutil.rmtree(target, ignore_errors=True)
+        return measured
 
     def land(self, segment: str) -> None:
         m = self.ingest(segment, self.lakehouse())
