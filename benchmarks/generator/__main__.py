@@ -1,4 +1,7 @@
-"""python -m benchmarks.generator --events N --keys K --out DIR [--segment NAME:EVENTS ...]"""
+"""python -m benchmarks.generator --events N --keys K (--out DIR | --kafka HOST:PORT) [--segment NAME:EVENTS ...]
+
+Writes the stream in the Kafka Connect S3-sink layout under --out, or produces it to the
+topic on --kafka (the same records, partitions and offsets), or both."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from .sink import Layout, write_segments
+from .sink import Layout, check_segments, write_segments
 from .stream import StreamConfig
 
 
@@ -31,16 +34,41 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--records-per-file", type=int, default=100_000)
     ap.add_argument("--segment", type=_segment, action="append", default=None,
                     help="NAME:EVENTS, repeatable, in order (default: all:<events>)")
-    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--out", type=Path, help="write the S3-sink layout here")
+    ap.add_argument("--kafka", metavar="HOST:PORT", help="produce to the topic on this Kafka bootstrap server")
+    ap.add_argument("--produce", metavar="NAME", action="append", default=None,
+                    help="with --kafka: produce only these segments (repeatable; consecutive; default all)")
     args = ap.parse_args(argv)
+    if args.out is None and args.kafka is None:
+        ap.error("give --out DIR (S3-sink files), --kafka HOST:PORT (a Kafka topic), or both")
+    if args.produce and args.kafka is None:
+        ap.error("--produce needs --kafka")
+    segments = args.segment or [("all", args.events)]
     try:
         config = StreamConfig(args.events, args.keys, args.seed, args.delete_share, args.row_bytes)
         layout = Layout(args.shape, args.wrapped, args.partitions, args.records_per_file)
+        check_segments(config, segments)
     except ValueError as exc:
         ap.error(str(exc))
+    if args.out is not None:
+        started = time.monotonic()
+        manifest = write_segments(config, layout, segments, args.out)
+        print(f"{args.out}: {manifest['counts']} ({time.monotonic() - started:.1f}s)")
+    return 0 if args.kafka is None else _produce(config, layout, segments, args.kafka, args.produce)
+
+
+def _produce(config: StreamConfig, layout: Layout, segments: list[tuple[str, int]], bootstrap: str,
+             only: list[str] | None) -> int:
+    from .kafka import KafkaProduceError, produce_segments  # needs confluent-kafka (the dev extras)
+
     started = time.monotonic()
-    manifest = write_segments(config, layout, args.segment or [("all", args.events)], args.out)
-    print(f"{args.out}: {manifest['counts']} ({time.monotonic() - started:.1f}s)")
+    try:
+        produced = produce_segments(config, layout, segments, bootstrap, only)
+    except KafkaProduceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"{bootstrap} {produced['topic']}: {produced['counts']}, end offsets {produced['end_offsets']} "
+          f"({time.monotonic() - started:.1f}s)")
     return 0
 
 

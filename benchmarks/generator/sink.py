@@ -13,7 +13,7 @@ import json
 import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterator, Sequence, TextIO
+from typing import Iterator, NamedTuple, Sequence, TextIO
 
 from tools.sample_data.debezium import murmur2
 
@@ -72,12 +72,47 @@ class _PartitionWriter:
             self.handle = None
 
 
+class Record(NamedTuple):
+    """One Kafka record of the stream: where it goes and what it holds."""
+
+    segment: str
+    partition: int
+    key: int  # the row's primary key (key_json gives the record key)
+    line: str  # the record value as the S3 sink writes it; TOMBSTONE for a null value
+
+
+def check_segments(config: StreamConfig, segments: Sequence[tuple[str, int]]) -> None:
+    if sum(n for _, n in segments) != config.events:
+        raise ValueError(f"segments add up to {sum(n for _, n in segments)} events, the config has {config.events}")
+
+
+def stream_records(
+    config: StreamConfig, layout: Layout, segments: Sequence[tuple[str, int]], counts: dict[str, dict[str, int]]
+) -> Iterator[Record]:
+    """Every record of the stream in order, segment by segment. Fills `counts` as it goes:
+    per segment its events by op, its records and the keys alive after it (the row count
+    silver must have), complete once the iterator is exhausted."""
+    schema = schema_json(layout.shape) if layout.wrapped else None
+    stream: Iterator = events(config)
+    live = 0
+    for name, n in segments:
+        ops = counts.setdefault(name, {"c": 0, "u": 0, "d": 0, "records": 0, "live_keys_after": 0})
+        for _ in range(n):
+            ev = next(stream)
+            partition = partition_of(ev.key, layout.partitions)
+            for line in record_lines(ev, layout.shape, schema, config.row_bytes):
+                yield Record(name, partition, ev.key, line)
+                ops["records"] += 1
+            ops[ev.op] += 1
+            live += {"c": 1, "u": 0, "d": -1}[ev.op]
+        ops["live_keys_after"] = live
+
+
 def write_segments(config: StreamConfig, layout: Layout, segments: Sequence[tuple[str, int]], out: Path) -> dict:
     """Write the stream's events in `segments` ((name, events) in order; their events
     add up to config.events) under `out`; returns and writes the manifest. Skips the
     work when `out` already holds a manifest of the same config, layout and segments."""
-    if sum(n for _, n in segments) != config.events:
-        raise ValueError(f"segments add up to {sum(n for _, n in segments)} events, the config has {config.events}")
+    check_segments(config, segments)
     wanted = {"config": asdict(config), "layout": asdict(layout), "segments": [list(s) for s in segments], "topic": TOPIC}
     manifest_path = out / MANIFEST
     if manifest_path.exists():
@@ -86,30 +121,23 @@ def write_segments(config: StreamConfig, layout: Layout, segments: Sequence[tupl
             return existing
     manifest_path.unlink(missing_ok=True)  # written last: a half-written folder has none
 
-    schema = schema_json(layout.shape) if layout.wrapped else None
-    stream: Iterator = events(config)
+    for name, _ in segments:
+        shutil.rmtree(out / name, ignore_errors=True)
     next_offsets = [0] * layout.partitions
     counts: dict[str, dict[str, int]] = {}
-    live = 0  # keys alive after the segment: the row count silver must have
-    for name, n in segments:
-        root = out / name
-        if root.exists():
-            shutil.rmtree(root)
-        writers = [_PartitionWriter(root, p, next_offsets[p], layout.records_per_file) for p in range(layout.partitions)]
-        ops = counts.setdefault(name, {"c": 0, "u": 0, "d": 0, "records": 0, "live_keys_after": 0})
-        for _ in range(n):
-            ev = next(stream)
-            writer = writers[partition_of(ev.key, layout.partitions)]
-            for line in record_lines(ev, layout.shape, schema, config.row_bytes):
-                writer.write(line)
-                ops["records"] += 1
-            ops[ev.op] += 1
-            live += {"c": 1, "u": 0, "d": -1}[ev.op]
-        for w in writers:
-            w.close()
-            next_offsets[w.partition] = w.offset
-        ops["live_keys_after"] = live
+    writers: list[_PartitionWriter] = []
+    current = None
+    for record in stream_records(config, layout, segments, counts):
+        if record.segment != current:  # offsets go on across segments
+            for w in writers:
+                w.close()
+                next_offsets[w.partition] = w.offset
+            current = record.segment
+            writers = [_PartitionWriter(out / current, p, next_offsets[p], layout.records_per_file)
+                       for p in range(layout.partitions)]
+        writers[record.partition].write(record.line)
+    for w in writers:
+        w.close()
     manifest = {**wanted, "counts": counts}
     manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
     return manifest
-

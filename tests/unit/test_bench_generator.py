@@ -125,3 +125,18 @@ def test_median_of_rounds_takes_the_middle_time_and_the_largest_memory():
     assert (median(runs).step, median(runs).seconds, median(runs).peak_jvm_mib) == ("a", 31.0, 2100.0)
     assert median(runs[:2]).step == "a"  # an even count: the upper of the two middle ones
     assert median(runs[2:]) == runs[2]
+
+
+def test_kafka_output_refuses_unknown_or_gapped_segments_before_connecting():
+    """(tests/bench/test_generator_kafka.py produces to a real broker.) A gap would shift
+    every later offset away from the sink layout's, so it is refused up front."""
+    from benchmarks.generator.kafka import KafkaProduceError, produce_segments
+
+    config = StreamConfig(events=30, keys=10)
+    segments = [("a", 10), ("b", 10), ("c", 10)]
+    with pytest.raises(KafkaProduceError, match="no segment named zz; the segments are a, b, c"):
+        produce_segments(config, Layout(), segments, "127.0.0.1:1", ["zz"])
+    with pytest.raises(KafkaProduceError, match="must follow each other"):
+        produce_segments(config, Layout(), segments, "127.0.0.1:1", ["a", "c"])
+    with pytest.raises(ValueError, match="segments add up to 20 events"):
+        produce_segments(config, Layout(), segments[:2], "127.0.0.1:1")

@@ -1,0 +1,135 @@
+"""Produce a stream to Kafka, record for record what the S3-sink layout holds.
+
+Each record goes to the partition the sink layout puts it in (`sink.partition_of`:
+Kafka's default partitioner, murmur2 of the JsonConverter key), with that key, and with a
+null value where the layout has a `null` tombstone line. One idempotent producer keeps
+each partition's order, so a topic that receives the segments in order gets the layout's
+offsets too: `python -m ingestion` lands the same coordinates from either.
+
+Segments are produced in order, each once: before the first one produced, every
+partition's end offset must be where the stream puts that segment's start (0 for the
+first); a topic that holds something else is refused rather than mixed.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Sequence
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from .encode import TOMBSTONE, key_json
+from .sink import Layout, check_segments, stream_records
+from .stream import TOPIC, StreamConfig
+
+TIMEOUT_S = 60.0
+# What a topic's partitions answer for a moment after it is created.
+SETTLING = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART}
+
+
+class KafkaProduceError(RuntimeError):
+    """The stream could not be produced to the topic as asked."""
+
+
+def _ensure_topic(bootstrap: str, partitions: int) -> None:
+    """Create the topic with the layout's partitions (or accept it with as many), and
+    wait until each partition has a leader: a new topic answers "not leader" before."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(TOPIC, num_partitions=partitions, replication_factor=1)],
+                                  request_timeout=TIMEOUT_S)
+    try:
+        futures[TOPIC].result(TIMEOUT_S)
+    except KafkaException as exc:
+        if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+            raise KafkaProduceError(f"cannot create topic {TOPIC} on {bootstrap}: {exc}") from exc
+    deadline = time.monotonic() + TIMEOUT_S
+    while True:
+        found = admin.list_topics(TOPIC, timeout=TIMEOUT_S).topics[TOPIC]
+        if found.error is None and len(found.partitions) != partitions:
+            raise KafkaProduceError(
+                f"topic {TOPIC} on {bootstrap} has {len(found.partitions)} partition(s), the layout {partitions}: "
+                "delete the topic or pass --partitions to match")
+        if found.error is None and all(p.leader >= 0 and p.error is None for p in found.partitions.values()):
+            return
+        if time.monotonic() > deadline:
+            raise KafkaProduceError(f"topic {TOPIC} on {bootstrap} has no leader for every partition after "
+                                    f"{TIMEOUT_S:.0f} s: {found.error or found.partitions}")
+        time.sleep(0.2)
+
+
+def _check_ends(bootstrap: str, segment: str, expected: list[int]) -> None:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "cdc-bench-generator", "enable.auto.commit": False})
+    deadline = time.monotonic() + TIMEOUT_S
+    try:
+        while True:
+            try:
+                ends = [consumer.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=TIMEOUT_S)[1]
+                        for p in range(len(expected))]
+                break
+            except KafkaException as exc:  # a new topic's partitions answer "not leader" for a moment
+                settling = exc.args[0].code() in SETTLING or exc.args[0].retriable()
+                if not settling or time.monotonic() > deadline:
+                    raise KafkaProduceError(f"cannot read the end offsets of {TOPIC} on {bootstrap}: {exc}") from exc
+                time.sleep(0.2)
+    finally:
+        consumer.close()
+    for partition, (end, start) in enumerate(zip(ends, expected)):
+        if end != start:
+            raise KafkaProduceError(
+                f"topic {TOPIC} on {bootstrap}: partition {partition} ends at offset {end}, but segment "
+                f"{segment!r} starts at offset {start} there: produce the segments in order into a new topic")
+
+
+def produce_segments(
+    config: StreamConfig, layout: Layout, segments: Sequence[tuple[str, int]], bootstrap: str,
+    only: Sequence[str] | None = None,
+) -> dict:
+    """Produce the records of the segments named in `only` (default: all) to `bootstrap`;
+    returns the counts per segment (sink.stream_records) and each partition's end offset."""
+    check_segments(config, segments)
+    names = [name for name, _ in segments]
+    wanted = list(only) if only else names
+    unknown = [name for name in wanted if name not in names]
+    if unknown:
+        raise KafkaProduceError(f"no segment named {', '.join(unknown)}; the segments are {', '.join(names)}")
+    first, last = min(names.index(n) for n in wanted), max(names.index(n) for n in wanted)
+    if len(set(wanted)) != last - first + 1:  # a gap would shift every later offset
+        raise KafkaProduceError(f"segments to produce must follow each other in {', '.join(names)} (got {', '.join(wanted)})")
+    wanted = names[first:last + 1]
+    _ensure_topic(bootstrap, layout.partitions)
+
+    errors: list[str] = []
+
+    def delivered(err, msg) -> None:  # noqa: ANN001 - librdkafka's callback
+        if err is not None and len(errors) < 5:
+            errors.append(f"partition {msg.partition()}: {err}")
+
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 20})
+    next_offsets = [0] * layout.partitions
+    counts: dict[str, dict[str, int]] = {}
+    stop_at = names[last + 1] if last + 1 < len(names) else None
+    checked = False
+    for record in stream_records(config, layout, segments, counts):
+        if record.segment == stop_at:
+            break  # the segments to produce are done
+        if record.segment in wanted:
+            if not checked:
+                _check_ends(bootstrap, record.segment, next_offsets)
+                checked = True
+            value = None if record.line == TOMBSTONE else record.line.encode("utf-8")
+            while True:
+                try:
+                    producer.produce(TOPIC, value=value, key=key_json(record.key).encode("ascii"),
+                                     partition=record.partition, on_delivery=delivered)
+                    break
+                except BufferError:  # the local queue is full: let deliveries drain it
+                    producer.poll(0.1)
+            producer.poll(0)
+        next_offsets[record.partition] += 1
+    left = producer.flush(TIMEOUT_S)
+    if errors or left:
+        raise KafkaProduceError(
+            f"producing to {TOPIC} on {bootstrap} failed: {'; '.join(errors) or f'{left} record(s) not delivered'}")
+    return {"topic": TOPIC, "produced": wanted, "counts": {name: counts[name] for name in wanted},
+            "end_offsets": next_offsets}
