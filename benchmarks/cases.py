@@ -7,20 +7,27 @@ with its peak memory; what a step needs from earlier ones is on disk.
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
-from benchmarks.generator import Layout, StreamConfig, write_segments
-from benchmarks.measure import Measured, run_step
+from benchmarks.generator import TOPIC, Layout, StreamConfig, write_segments
+from benchmarks.measure import Measured, StepFailed, run_step
+from stack.settings import ports_above_defaults
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 BENCH_DBT = PROJECT_DIR / "benchmarks" / "dbt"
 SOURCES_YML = BENCH_DBT / "models" / "silver" / "_silver__sources.yml"
 PYTHON = sys.executable
 DBT = str(Path(sys.executable).with_name("dbt"))
+# The bench's own Kafka: 20 above the `make cdc-up` ports (the freshness case's stack
+# takes them later, once this one is stopped; the tests use +10 and +30).
+KAFKA_PORTS = ports_above_defaults(20)
 
 
 @dataclass(frozen=True)
@@ -166,6 +173,7 @@ class Bench:
             shutil.rmtree(self.work / name, ignore_errors=True)
         self.generate()
         self.ingestion_comparison()
+        self.kafka_ingestion()
         self.refresh_as_history_grows()
         self.warm_loop()
         return self.results
@@ -216,6 +224,34 @@ class Bench:
         if not last:
             shutil.rmtree(target, ignore_errors=True)
         return measured
+
+    def kafka_ingestion(self) -> None:
+        """The first history segment again, from a Kafka topic instead of sink files: the
+        generator produces it (same records, partitions and offsets) to a broker of the
+        bench's own, then ours lands it into empty tables, `ingestion_rounds` times, the
+        median recorded. After the file rounds, not between them: the broker stays out of
+        the file comparison."""
+        events = self.events_in("hist1")
+        measured: list[Measured] = []
+        with kafka_broker(self.work / "kafka") as bootstrap:
+            config = StreamConfig(events=self.plan.events, keys=self.scale.keys, row_bytes=self.scale.row_bytes)
+            layout = Layout(records_per_file=self.scale.records_per_file)
+            from benchmarks.generator.kafka import produce_segments
+
+            produce_segments(config, layout, self.plan.segments, bootstrap, ["hist1"])
+            for i in range(1, self.scale.ingestion_rounds + 1):
+                tag = f"_round{i}" if self.scale.ingestion_rounds > 1 else ""
+                target = self.lakehouse("kafka")
+                measured.append(self.step(f"ingest_hist1_kafka{tag}", [
+                    PYTHON, "-m", "ingestion", "--kafka-bootstrap-servers", bootstrap,
+                    "--topic-pattern", re.escape(TOPIC), "--sources-yml", str(SOURCES_YML),
+                ], target))
+                shutil.rmtree(target, ignore_errors=True)
+        self.record("ingestion", f"ours from Kafka {self.master}", 0, events, median(measured))
+        if self.scale.ingestion_rounds > 1:
+            self.notes.append(
+                f"From Kafka, the same {events:,} events (`python -m ingestion --kafka-bootstrap-servers`, "
+                f"after the file rounds): {', '.join(f'{m.seconds:.1f}' for m in measured)} s, the median recorded.")
 
     def land(self, segment: str) -> None:
         m = self.ingest(segment, self.lakehouse())
@@ -272,3 +308,30 @@ class Bench:
         """Silver equals the full recompute, and has as many rows as the generator counted live keys."""
         live = self.manifest["counts"][segment]["live_keys_after"]
         self.dbt(name, ["test", "--vars", f"{{bench_live_keys: {live}}}"], dbt_state="check")
+
+
+@contextmanager
+def kafka_broker(folder: Path, ports: dict[str, str] = KAFKA_PORTS) -> Iterator[str]:
+    """A Kafka broker started by the stack's own code (Kafka only) in `folder`, on
+    `ports`; yields its bootstrap address, stops and removes it after."""
+    import stack
+
+    settings = {"CDC_STACK_DIR": str(folder), **ports}
+    saved = {name: os.environ.get(name) for name in settings}
+    os.environ.update(settings)
+    try:
+        try:
+            info = stack.up(["kafka"])
+        except Exception as exc:  # noqa: BLE001 - the bench stops with the reason
+            stack.down(purge=False)
+            raise StepFailed(f"kafka: the bench's Kafka broker did not start: {exc}") from exc
+        try:
+            yield info.kafka_bootstrap
+        finally:
+            stack.down(purge=True)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

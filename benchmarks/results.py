@@ -73,6 +73,9 @@ def targets(results: Sequence[Result], master: str) -> list[Target]:
     ref = next((r for r in fresh if r.variant.startswith("Hudi")), None)
     ratio("ingestion events/s: ours / Hudi's writer", ours and ours.events_per_s, ref and ref.events_per_s,
           ">= 1.0", lambda v: v >= 1.0)
+    kafka = next((r for r in fresh if r.variant == f"ours from Kafka {master}"), None)
+    ratio("ingestion events/s, ours: from Kafka / from sink files", kafka and kafka.events_per_s,
+          ours and ours.events_per_s, "reported (no target)", None)
     incremental = sorted((r for r in results if r.case == "refresh" and r.variant == f"ours incremental {master}"),
                          key=lambda r: r.history_rows)
     full = {r.history_rows: r for r in results if r.case == "refresh" and r.variant.startswith("full recompute")}

@@ -88,10 +88,15 @@ def _run_kafka(spark: SparkSession, config: KafkaIngestConfig) -> RunSummary:
         batch_spark = records.sparkSession
         records = records.persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            topics = [row["_topic"] for row in records.select("_topic").distinct().collect()]
-            if not topics:
+            value_bytes = {row["_topic"]: row["bytes"] for row in kafka_source.bytes_by_topic(records).collect()}
+            if not value_bytes:
                 return
-            tables = kafka_source.topic_tables(topics)
+            tables = kafka_source.topic_tables(sorted(value_bytes))
+            # a large share goes in with bulk_insert, as a large share of sink files does
+            input_bytes: dict[str, int] = {}
+            for topic, (table, error) in tables.items():
+                if table and not error:
+                    input_bytes[table] = input_bytes.get(table, 0) + value_bytes[topic]
             key_map = {
                 topic: columns
                 for topic, (table, _) in tables.items()
@@ -106,9 +111,8 @@ def _run_kafka(spark: SparkSession, config: KafkaIngestConfig) -> RunSummary:
                 if any(t.quarantined for t in counts):
                     samples = transform.quarantine_samples(classified, SAMPLES_PER_TOPIC).collect()
                     log_quarantine(samples, RunSummary(tables=counts))
-                write_tables(
-                    batch_spark, schema, classified, {t for t, err in tables.values() if t and not err}, counts, ingested_at
-                )
+                write_tables(batch_spark, schema, classified, set(input_bytes), counts, ingested_at,
+                             input_bytes=input_bytes)
             finally:
                 classified.unpersist()
             _merge(summary, counts)

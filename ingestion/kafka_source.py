@@ -108,6 +108,12 @@ def topic_tables(topics: list[str]) -> dict[str, tuple[str | None, str | None]]:
     return result
 
 
+def bytes_by_topic(records: DataFrame) -> DataFrame:
+    """`_topic`, `bytes`: the record values' bytes per topic of a micro-batch (as the sink
+    would have written them), which pick bulk_insert for large shares (load.use_bulk_insert)."""
+    return records.groupBy("_topic").agg(F.sum(F.coalesce(F.octet_length("value"), F.lit(0))).alias("bytes"))
+
+
 def to_lines(records: DataFrame, tables: dict[str, tuple[str | None, str | None]]) -> DataFrame:
     """Kafka records in the shape `transform.prepare` takes (what `attach_file_info` gives
     for sink files): each record is a one-line source named kafka:<topic>/<partition>/<offset>.

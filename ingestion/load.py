@@ -124,8 +124,8 @@ def one_writer(spark: SparkSession, schema: str) -> ContextManager:
 
 
 def use_bulk_insert(input_bytes: int | None) -> bool:
-    """Whether a table's rows of a run, read from `input_bytes` of sink files (None: not
-    known, e.g. a Kafka micro-batch), go in with bulk_insert (BULK_INSERT_MIN_BYTES)."""
+    """Whether a table's rows of a run, read from `input_bytes` of sink files or Kafka
+    record values (None: not known), go in with bulk_insert (BULK_INSERT_MIN_BYTES)."""
     return input_bytes is not None and input_bytes >= BULK_INSERT_MIN_BYTES
 
 

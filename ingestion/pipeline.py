@@ -264,8 +264,8 @@ def write_tables(
 ) -> None:
     """Quarantine first, then every bronze table (keyed duplicate-drop inserts).
     `shared_offsets`: some files of the batch cover the same offsets (extract.share_offsets;
-    a Kafka micro-batch never does). `input_bytes`: sink file bytes per table, which pick
-    bulk_insert for large shares (load.use_bulk_insert; None for a Kafka micro-batch).
+    a Kafka micro-batch never does). `input_bytes`: sink file bytes (a Kafka micro-batch:
+    record value bytes) per table, which pick bulk_insert for large shares (load.use_bulk_insert).
     `created`: tables the caller already ensured, {table: created by that call}."""
     if any(t.quarantined for t in counts):
         quarantine_created = load.ensure_table(

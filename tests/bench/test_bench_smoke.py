@@ -34,6 +34,7 @@ def test_every_case_runs_and_agrees(tmp_path):
         ("ingestion", "parse only (floor)"),
         ("ingestion", "Hudi Spark writer (HoodieStreamer's path)"),
         ("ingestion", "ours local[2]"),
+        ("ingestion", "ours from Kafka local[2]"),
         ("refresh", "ours first build"),
         ("refresh", "ours incremental local[2]"),
         ("refresh", "full recompute (reference)"),
