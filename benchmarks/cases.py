@@ -45,7 +45,7 @@ class Scale:
     one_core: bool = True  # also run ingestion and a merge on local[1] (the parallelism case)
     # The ingestion comparison runs this many times, alternated, and records each side's
     # median: one landing of the same 900k events took 30.2 s in one bench run and 36.8 s
-    # in the next, Hudi's writer 33.2 and 30.3 s (README "Performance").
+    # in the next, Hudi's writer 33.2 and 30.3 s (docs/performance.md).
     ingestion_rounds: int = 3
 
 

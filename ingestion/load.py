@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 # Hudi rewrites a file smaller than this to add an insert's rows to it ("small file
 # handling", default 100 MiB): every run paid a rewrite of the newest bronze file, which
 # grows run after run. 8 MiB bounds that rewrite to ~3 s (measured: 18.3 MB in 6.3 s,
-# 7.3 MB in 3.1 s, one task) and bronze to about one file per 8 MiB (README "Performance").
+# 7.3 MB in 3.1 s, one task) and bronze to about one file per 8 MiB (docs/performance.md).
 SMALL_FILE_LIMIT_BYTES = 8 * 1024 * 1024
 
 # Spark SQL INSERT INTO on Hudi: plain insert (no upsert/precombine, no index lookup);
@@ -36,14 +36,14 @@ INSERT_SETTINGS = {
     "hoodie.spark.sql.insert.into.operation": "insert",
     "hoodie.parquet.small.file.limit": str(SMALL_FILE_LIMIT_BYTES),
     # zstd instead of Hudi's gzip: 900k events landed in 50.0-52.5 s instead of 52.5-57.3 s,
-    # 85 instead of 89 MiB (README "Performance"); silver uses it too (cdc_hudi_tblproperties).
+    # 85 instead of 89 MiB (docs/performance.md); silver uses it too (cdc_hudi_tblproperties).
     "hoodie.parquet.compression.codec": "zstd",
 }
 
 # A table's share of a run at least this large (sink file bytes) goes in with Hudi's
 # bulk_insert instead: its row writer writes each Spark partition as new files in one pass,
 # without insert's workload profile and second read of the batch (900k events, 727 MiB:
-# write 7.9 s instead of 13 s; README "Performance"). It skips small-file handling, so it is
+# write 7.9 s instead of 13 s; docs/performance.md). It skips small-file handling, so it is
 # kept for batches whose files come out near SMALL_FILE_LIMIT_BYTES anyway: JSON lands at
 # about a tenth of its size, and 128 MiB read in two splits gives two files of ~6-7 MiB.
 BULK_INSERT_MIN_BYTES = 128 * 1024 * 1024
@@ -55,7 +55,7 @@ BULK_INSERT_SETTINGS = {
 
 # The plain inserts of one run's tables go this many at a time. A small table's insert is
 # mostly the driver's work (planning, Hudi's commit and timeline files), which leaves the
-# cores idle: overlapping them fills the gaps (README "Performance").
+# cores idle: overlapping them fills the gaps (docs/performance.md).
 WRITE_THREADS = 4
 
 LEDGER_COLUMNS: list[tuple[str, str]] = [
@@ -221,8 +221,8 @@ def within_key_bounds(table: DataFrame, batch: DataFrame, key: list[str]) -> Dat
     greatest value of it: only they can share a key with the batch. Parquet's column
     statistics let the scan skip the files and row groups outside (bronze's offsets rise
     from commit to commit), so the check reads about what the batch adds, not the whole
-    history: 0.7-1.2 s instead of 1.5-2.4 s for 1,000 events against 10M (README
-    "Performance"). An empty batch has no bounds and matches nothing."""
+    history: 0.7-1.2 s instead of 1.5-2.4 s for 1,000 events against 10M
+    (docs/performance.md). An empty batch has no bounds and matches nothing."""
     bounds = batch.agg(
         *[F.min(name).alias(f"lo{i}") for i, name in enumerate(key)],
         *[F.max(name).alias(f"hi{i}") for i, name in enumerate(key)],

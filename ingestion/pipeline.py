@@ -34,12 +34,12 @@ LEDGER_TABLE = "_ingested_files"
 SAMPLES_PER_TOPIC = 3
 # For the cache a run keeps between its counts and its writes. Spark's columnar cache
 # compression saved little here (130 -> 116 MiB for 900k events) and made the cache take
-# 16-22 s to build instead of 11-13 s (README "Performance").
+# 16-22 s to build instead of 11-13 s (docs/performance.md).
 CACHE_SETTINGS = {"spark.sql.inMemoryColumnarStorage.compressed": "false"}
 # For the action that builds that cache. With adaptive execution, Spark 3.5 builds a cache
 # in a job of its own and then reads it back for the action (0.95 s for 900k events);
 # without, one stage builds it and counts it. The counts are a few rows per file split:
-# one reducer is plenty (README "Performance").
+# one reducer is plenty (docs/performance.md).
 ONE_PASS_SETTINGS = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1"}
 
 
@@ -185,7 +185,7 @@ def _run(spark: SparkSession, config: IngestConfig) -> RunSummary:
         classified = classified.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             # One stage builds the cache and counts it per file split: the lines are numbered
-            # from those counts, so the files are read once (README "Performance").
+            # from those counts, so the files are read once (docs/performance.md).
             with session_settings(spark, ONE_PASS_SETTINGS):
                 splits = transform.split_stats(classified).collect()
             stats = _file_stats(splits)

@@ -95,7 +95,7 @@ def split_lines(raw: DataFrame, catalog: DataFrame) -> DataFrame:
         "_row_id",
         F.octet_length("line").alias("_line_bytes"),
         # Not regexp_replace(line, '\r\z', ''): that regex is tried at every byte of every
-        # line (about 2 s of a 900k-event run's parse; README "Performance").
+        # line (about 2 s of a 900k-event run's parse; docs/performance.md).
         F.when(F.col("line").endswith("\r"), F.expr("substring(line, 1, length(line) - 1)"))
         .otherwise(F.col("line")).alias("line"),
     )

@@ -122,7 +122,7 @@
     the table was 13% larger), files of at most 16 MiB (a copy-on-write MERGE rewrites
     each file group a change falls in as one task: with Hudi's 120 MiB a silver table
     under that is one file group, rewritten by one core; capped, 11.8 s on 2 cores),
-    plus `hudi_options`. Measured by benchmarks/silver_index.py (README "Performance"). -#}
+    plus `hudi_options`. Measured by benchmarks/silver_index.py (docs/performance.md). -#}
 {% macro cdc_hudi_tblproperties(primary_key) %}
     {%- set options = {
         'type': 'cow',

@@ -113,7 +113,7 @@
     record merger; with `deletes` = 'hard' it also deletes the rows whose `_cdc_op` holds
     the delete marker. A MERGE INTO goes through Hudi's per-row Avro payload: 100k
     changes into 650k rows took 17.4-18.3 s merged and 12.8-13.3 s upserted, same table
-    row by row (README "Performance"). Table properties, not session settings: dbt's
+    row by row (docs/performance.md). Table properties, not session settings: dbt's
     threads share one Spark session. -#}
 {% macro cdc_upsert_properties(deletes) %}
     {%- set properties = {
