@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from benchmarks.generator import TOPIC, Layout, StreamConfig, write_segments
+from benchmarks.generator.kafka import produce_segments
 from benchmarks.measure import Measured, StepFailed, run_step
 from stack.settings import ports_above_defaults
 
@@ -163,10 +164,13 @@ class Bench:
         return self.step(name, [DBT, *args, "--project-dir", str(BENCH_DBT)], self.lakehouse(), master, dbt_state)
 
     # --- the run --------------------------------------------------------------------
-    def generate(self) -> None:
+    def stream(self) -> tuple[StreamConfig, Layout]:
+        """The generated stream's settings: the sink files and the Kafka topic hold the same."""
         config = StreamConfig(events=self.plan.events, keys=self.scale.keys, row_bytes=self.scale.row_bytes)
-        layout = Layout(records_per_file=self.scale.records_per_file)
-        self.manifest = write_segments(config, layout, self.plan.segments, self.streams)
+        return config, Layout(records_per_file=self.scale.records_per_file)
+
+    def generate(self) -> None:
+        self.manifest = write_segments(*self.stream(), self.plan.segments, self.streams)
 
     def run(self) -> list[Result]:
         for name in ("lakehouse", "logs", "dbt-target"):
@@ -234,11 +238,7 @@ class Bench:
         events = self.events_in("hist1")
         measured: list[Measured] = []
         with kafka_broker(self.work / "kafka") as bootstrap:
-            config = StreamConfig(events=self.plan.events, keys=self.scale.keys, row_bytes=self.scale.row_bytes)
-            layout = Layout(records_per_file=self.scale.records_per_file)
-            from benchmarks.generator.kafka import produce_segments
-
-            produce_segments(config, layout, self.plan.segments, bootstrap, ["hist1"])
+            produce_segments(*self.stream(), self.plan.segments, bootstrap, ["hist1"])
             for i in range(1, self.scale.ingestion_rounds + 1):
                 tag = f"_round{i}" if self.scale.ingestion_rounds > 1 else ""
                 target = self.lakehouse("kafka")
