@@ -27,6 +27,11 @@ LAYOUT = Layout(partitions=3, records_per_file=700)
 SEGMENTS = [("history", 2_000), ("batch", 1_000)]
 SOURCES_YML = PROJECT_DIR / "benchmarks" / "dbt" / "models" / "silver" / "_silver__sources.yml"
 FILE_NAME = re.compile(rf"{re.escape(TOPIC)}\+(\d+)\+(\d+)\.json")
+# bronze columns compared between the landings (not the source file/line or landing time)
+COLUMNS = ("_topic, _partition, _offset, _shape, _op, _deleted, _source_lsn, _source_ts_ms, _source_tx_id, "
+           "_ts_ms, _before, _after, _source")
+KEY = ["_topic", "_partition", "_offset"]
+TABLE = "bench_public_orders"
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +79,7 @@ def row_key(line: str) -> int:
 def test_topic_holds_the_sink_files_records_with_their_keys(kafka, tmp_path):
     write_segments(CONFIG, LAYOUT, SEGMENTS, tmp_path / "files")
     produce_segments(CONFIG, LAYOUT, SEGMENTS, kafka, ["history"])
-    # A segment produced twice, or out of order, is refused: the offsets would no longer match.
+    # A segment produced twice is refused: the offsets would no longer match the files'.
     with pytest.raises(KafkaProduceError, match="ends at offset"):
         produce_segments(CONFIG, LAYOUT, SEGMENTS, kafka, ["history"])
     produced = produce_segments(CONFIG, LAYOUT, SEGMENTS, kafka, ["batch"])
@@ -92,12 +97,6 @@ def test_topic_holds_the_sink_files_records_with_their_keys(kafka, tmp_path):
             assert value.decode() == line, (partition, offset)
             assert json.loads(key) == {"order_id": row_key(line)}, (partition, offset)
         previous_key[partition] = key
-
-
-COLUMNS = ("_topic, _partition, _offset, _shape, _op, _deleted, _source_lsn, _source_ts_ms, _source_tx_id, "
-           "_ts_ms, _before, _after, _source")
-KEY = ["_topic", "_partition", "_offset"]
-TABLE = "bench_public_orders"
 
 
 def land_from_kafka(spark, bootstrap: str, schema: str, checkpoint: Path):
