@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from benchmarks.generator import TOPIC, Layout, StreamConfig, write_segments
-from benchmarks.generator.kafka import produce_segments
+from benchmarks.generator.kafka import KafkaProduceError, produce_segments
 from benchmarks.measure import Measured, StepFailed, run_step
 from stack.settings import ports_above_defaults
 
@@ -238,7 +238,10 @@ class Bench:
         events = self.events_in("hist1")
         measured: list[Measured] = []
         with kafka_broker(self.work / "kafka") as bootstrap:
-            produce_segments(*self.stream(), self.plan.segments, bootstrap, ["hist1"])
+            try:
+                produce_segments(*self.stream(), self.plan.segments, bootstrap, ["hist1"])
+            except KafkaProduceError as exc:
+                raise StepFailed(f"kafka: the generator could not fill the bench's topic: {exc}") from exc
             for i in range(1, self.scale.ingestion_rounds + 1):
                 tag = f"_round{i}" if self.scale.ingestion_rounds > 1 else ""
                 target = self.lakehouse("kafka")
