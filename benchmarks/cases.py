@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterator
+from unittest import mock
 
 from benchmarks.generator import TOPIC, Layout, StreamConfig, write_segments
 from benchmarks.generator.kafka import KafkaProduceError, produce_segments
@@ -194,20 +195,25 @@ class Bench:
         m = self.step("parse_only_hist1", [PYTHON, "-m", "benchmarks.parse_only", "--input", self.topics("hist1")],
                       self.lakehouse("parse"))
         self.record("ingestion", "parse only (floor)", 0, events, m)
+        self.in_rounds(self.ingestion_round, events, (
+            f"Ingestion of the first segment ({events:,} events into empty tables): "
+            f"{self.scale.ingestion_rounds} rounds alternated in this order, the median recorded above"))
+        self.bronze_events = events
+
+    def in_rounds(self, one_round: Callable[[str, bool], dict[str, Measured]], events: int, note: str) -> None:
+        """Run `one_round(tag, last)` `ingestion_rounds` times and record each variant's
+        median; with more than one round, list every time under the results (`note` first)."""
+        count = self.scale.ingestion_rounds
         rounds: dict[str, list[Measured]] = {}
-        for i in range(1, self.scale.ingestion_rounds + 1):
-            tag = f"_round{i}" if self.scale.ingestion_rounds > 1 else ""
-            for variant, measured in self.ingestion_round(tag, last=i == self.scale.ingestion_rounds).items():
+        for i in range(1, count + 1):
+            for variant, measured in one_round(f"_round{i}" if count > 1 else "", i == count).items():
                 rounds.setdefault(variant, []).append(measured)
         for variant, measured in rounds.items():
             self.record("ingestion", variant, 0, events, median(measured))
-        if self.scale.ingestion_rounds > 1:
-            self.notes.append(
-                f"Ingestion of the first segment ({events:,} events into empty tables): "
-                f"{self.scale.ingestion_rounds} rounds alternated in this order, the median recorded above: "
-                + "; ".join(f"{variant} {', '.join(f'{m.seconds:.1f}' for m in measured)} s"
-                            for variant, measured in rounds.items()) + ".")
-        self.bronze_events = events
+        if count > 1:
+            self.notes.append(f"{note}: " + "; ".join(
+                f"{variant} {', '.join(f'{m.seconds:.1f}' for m in measured)} s" for variant, measured in rounds.items()
+            ) + ".")
 
     def ingestion_round(self, tag: str, last: bool) -> dict[str, Measured]:
         """One round of the comparison, in this order: Hudi's writer, ours on `local[1]`
@@ -236,25 +242,24 @@ class Bench:
         median recorded. After the file rounds, not between them: the broker stays out of
         the file comparison."""
         events = self.events_in("hist1")
-        measured: list[Measured] = []
         with kafka_broker(self.work / "kafka") as bootstrap:
             try:
                 produce_segments(*self.stream(), self.plan.segments, bootstrap, ["hist1"])
             except KafkaProduceError as exc:
                 raise StepFailed(f"kafka: the generator could not fill the bench's topic: {exc}") from exc
-            for i in range(1, self.scale.ingestion_rounds + 1):
-                tag = f"_round{i}" if self.scale.ingestion_rounds > 1 else ""
+
+            def one_round(tag: str, last: bool) -> dict[str, Measured]:
                 target = self.lakehouse("kafka")
-                measured.append(self.step(f"ingest_hist1_kafka{tag}", [
+                measured = self.step(f"ingest_hist1_kafka{tag}", [
                     PYTHON, "-m", "ingestion", "--kafka-bootstrap-servers", bootstrap,
                     "--topic-pattern", re.escape(TOPIC), "--sources-yml", str(SOURCES_YML),
-                ], target))
+                ], target)
                 shutil.rmtree(target, ignore_errors=True)
-        self.record("ingestion", f"ours from Kafka {self.master}", 0, events, median(measured))
-        if self.scale.ingestion_rounds > 1:
-            self.notes.append(
-                f"From Kafka, the same {events:,} events (`python -m ingestion --kafka-bootstrap-servers`, "
-                f"after the file rounds): {', '.join(f'{m.seconds:.1f}' for m in measured)} s, the median recorded.")
+                return {f"ours from Kafka {self.master}": measured}
+
+            self.in_rounds(one_round, events, (
+                f"From Kafka, the same {events:,} events (`python -m ingestion --kafka-bootstrap-servers`), "
+                f"{self.scale.ingestion_rounds} rounds after the file rounds, the median recorded above"))
 
     def land(self, segment: str) -> None:
         m = self.ingest(segment, self.lakehouse())
@@ -316,13 +321,11 @@ class Bench:
 @contextmanager
 def kafka_broker(folder: Path, ports: dict[str, str] = KAFKA_PORTS) -> Iterator[str]:
     """A Kafka broker started by the stack's own code (Kafka only) in `folder`, on
-    `ports`; yields its bootstrap address, stops and removes it after."""
+    `ports` (the stack reads both from the environment, restored after); yields its
+    bootstrap address, stops and removes it after."""
     import stack
 
-    settings = {"CDC_STACK_DIR": str(folder), **ports}
-    saved = {name: os.environ.get(name) for name in settings}
-    os.environ.update(settings)
-    try:
+    with mock.patch.dict(os.environ, {"CDC_STACK_DIR": str(folder), **ports}):
         try:
             info = stack.up(["kafka"])
         except Exception as exc:  # noqa: BLE001 - the bench stops with the reason
@@ -332,9 +335,3 @@ def kafka_broker(folder: Path, ports: dict[str, str] = KAFKA_PORTS) -> Iterator[
             yield info.kafka_bootstrap
         finally:
             stack.down(purge=True)
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value

@@ -14,13 +14,13 @@ first); a topic that holds something else is refused rather than mixed.
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from typing import Callable, Sequence
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from .encode import TOMBSTONE, key_json
-from .sink import Layout, check_segments, stream_records
+from .sink import Layout, Record, check_segments, stream_records
 from .stream import TOPIC, StreamConfig
 
 TIMEOUT_S = 60.0
@@ -32,9 +32,10 @@ class KafkaProduceError(RuntimeError):
     """The stream could not be produced to the topic as asked."""
 
 
-def _ensure_topic(bootstrap: str, partitions: int) -> None:
-    """Create the topic with the layout's partitions (or accept it with as many), and
-    wait until each partition has a leader: a new topic answers "not leader" before."""
+def _topic_ends(bootstrap: str, partitions: int) -> list[int]:
+    """Create the topic with the layout's partitions (or accept one that has as many) and
+    return each partition's end offset, once they answer: a new topic's partitions say
+    "not leader" for a moment after it is created."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     futures = admin.create_topics([NewTopic(TOPIC, num_partitions=partitions, replication_factor=1)],
                                   request_timeout=TIMEOUT_S)
@@ -43,42 +44,44 @@ def _ensure_topic(bootstrap: str, partitions: int) -> None:
     except KafkaException as exc:
         if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
             raise KafkaProduceError(f"cannot create topic {TOPIC} on {bootstrap}: {exc}") from exc
-    deadline = time.monotonic() + TIMEOUT_S
-    while True:
-        found = admin.list_topics(TOPIC, timeout=TIMEOUT_S).topics[TOPIC]
-        if found.error is None and len(found.partitions) != partitions:
-            raise KafkaProduceError(
-                f"topic {TOPIC} on {bootstrap} has {len(found.partitions)} partition(s), the layout {partitions}: "
-                "delete the topic or pass --partitions to match")
-        if found.error is None and all(p.leader >= 0 and p.error is None for p in found.partitions.values()):
-            return
-        if time.monotonic() > deadline:
-            raise KafkaProduceError(f"topic {TOPIC} on {bootstrap} has no leader for every partition after "
-                                    f"{TIMEOUT_S:.0f} s: {found.error or found.partitions}")
-        time.sleep(0.2)
-
-
-def _check_ends(bootstrap: str, segment: str, expected: list[int]) -> None:
+        found = len(admin.list_topics(TOPIC, timeout=TIMEOUT_S).topics[TOPIC].partitions)
+        if found != partitions:
+            raise KafkaProduceError(f"topic {TOPIC} on {bootstrap} has {found} partition(s), the layout {partitions}: "
+                                    "delete the topic or pass --partitions to match") from None
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "cdc-bench-generator", "enable.auto.commit": False})
     deadline = time.monotonic() + TIMEOUT_S
     try:
         while True:
             try:
-                ends = [consumer.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=TIMEOUT_S)[1]
-                        for p in range(len(expected))]
-                break
-            except KafkaException as exc:  # a new topic's partitions answer "not leader" for a moment
+                return [consumer.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=TIMEOUT_S)[1]
+                        for p in range(partitions)]
+            except KafkaException as exc:
                 settling = exc.args[0].code() in SETTLING or exc.args[0].retriable()
                 if not settling or time.monotonic() > deadline:
                     raise KafkaProduceError(f"cannot read the end offsets of {TOPIC} on {bootstrap}: {exc}") from exc
                 time.sleep(0.2)
     finally:
         consumer.close()
-    for partition, (end, start) in enumerate(zip(ends, expected)):
+
+
+def _refuse_unless_at(ends: list[int], starts: list[int], segment: str, bootstrap: str) -> None:
+    for partition, (end, start) in enumerate(zip(ends, starts)):
         if end != start:
             raise KafkaProduceError(
                 f"topic {TOPIC} on {bootstrap}: partition {partition} ends at offset {end}, but segment "
                 f"{segment!r} starts at offset {start} there: produce the segments in order into a new topic")
+
+
+def _send(producer: Producer, record: Record, delivered: Callable) -> None:
+    value = None if record.line == TOMBSTONE else record.line.encode("utf-8")
+    while True:
+        try:
+            producer.produce(TOPIC, value=value, key=key_json(record.key).encode("ascii"),
+                             partition=record.partition, on_delivery=delivered)
+            break
+        except BufferError:  # the local queue is full: let deliveries drain it
+            producer.poll(0.1)
+    producer.poll(0)
 
 
 def produce_segments(
@@ -97,7 +100,7 @@ def produce_segments(
     if len(set(wanted)) != last - first + 1:  # a gap would shift every later offset
         raise KafkaProduceError(f"segments to produce must follow each other in {', '.join(names)} (got {', '.join(wanted)})")
     wanted = names[first:last + 1]
-    _ensure_topic(bootstrap, layout.partitions)
+    ends = _topic_ends(bootstrap, layout.partitions)
 
     errors: list[str] = []
 
@@ -109,23 +112,14 @@ def produce_segments(
     next_offsets = [0] * layout.partitions
     counts: dict[str, dict[str, int]] = {}
     stop_at = names[last + 1] if last + 1 < len(names) else None
-    checked = False
     for record in stream_records(config, layout, segments, counts):
         if record.segment == stop_at:
             break  # the segments to produce are done
         if record.segment in wanted:
-            if not checked:
-                _check_ends(bootstrap, record.segment, next_offsets)
-                checked = True
-            value = None if record.line == TOMBSTONE else record.line.encode("utf-8")
-            while True:
-                try:
-                    producer.produce(TOPIC, value=value, key=key_json(record.key).encode("ascii"),
-                                     partition=record.partition, on_delivery=delivered)
-                    break
-                except BufferError:  # the local queue is full: let deliveries drain it
-                    producer.poll(0.1)
-            producer.poll(0)
+            if ends is not None:  # the first record produced: the topic must end where it starts
+                _refuse_unless_at(ends, next_offsets, record.segment, bootstrap)
+                ends = None
+            _send(producer, record, delivered)
         next_offsets[record.partition] += 1
     left = producer.flush(TIMEOUT_S)
     if errors or left:
