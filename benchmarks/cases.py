@@ -32,6 +32,10 @@ DBT = str(Path(sys.executable).with_name("dbt"))
 KAFKA_PORTS = ports_above_defaults(20)
 
 
+# The merge on the bench's master of the batch the local[1] merge takes (`{}`: the master).
+SAME_BATCH = "ours incremental {}, local[1]'s batch"
+
+
 @dataclass(frozen=True)
 class Scale:
     """Sizes of one benchmark run. `history` are the bronze sizes (events) at which a
@@ -52,9 +56,9 @@ class Scale:
 
 
 SCALES = {
-    # make test: each kind of step once (no local[1] repeats), on a toy stream
+    # make test: each kind of step once, on a toy stream
     "smoke": Scale("smoke", keys=2_000, history=(6_000,), batch=1_000, small_batch=100, records_per_file=3_000,
-                   one_core=False, ingestion_rounds=1),
+                   ingestion_rounds=1),
     "small": Scale("small", keys=100_000, history=(300_000, 1_000_000), batch=30_000, small_batch=1_000,
                    records_per_file=100_000),
     # make bench: the issue's sizes
@@ -200,7 +204,8 @@ class Bench:
             f"{self.scale.ingestion_rounds} rounds alternated in this order, the median recorded above"))
         self.bronze_events = events
 
-    def in_rounds(self, one_round: Callable[[str, bool], dict[str, Measured]], events: int, note: str) -> None:
+    def in_rounds(self, one_round: Callable[[str, bool], dict[str, Measured]], events: int, note: str,
+                  case: str = "ingestion", history: int = 0) -> None:
         """Run `one_round(tag, last)` `ingestion_rounds` times and record each variant's
         median; with more than one round, list every time under the results (`note` first)."""
         count = self.scale.ingestion_rounds
@@ -209,7 +214,7 @@ class Bench:
             for variant, measured in one_round(f"_round{i}" if count > 1 else "", i == count).items():
                 rounds.setdefault(variant, []).append(measured)
         for variant, measured in rounds.items():
-            self.record("ingestion", variant, 0, events, median(measured))
+            self.record(case, variant, history, events, median(measured))
         if count > 1:
             self.notes.append(f"{note}: " + "; ".join(
                 f"{variant} {', '.join(f'{m.seconds:.1f}' for m in measured)} s" for variant, measured in rounds.items()
@@ -270,10 +275,7 @@ class Bench:
         m = self.dbt("silver_first_build", ["run", "--select", "orders"])
         self.record("refresh", "ours first build", self.bronze_events, self.bronze_events, m)
         if self.scale.one_core:
-            self.land("par1")
-            m = self.dbt("merge_par1_local1", ["run", "--select", "orders"], master="local[1]")
-            self.record("refresh", "ours incremental local[1]", self.bronze_events - self.events_in("par1"),
-                        self.events_in("par1"), m)
+            self.merge_comparison()
         for i in range(1, len(self.scale.history) + 1):
             if i > 1:
                 self.land(f"hist{i}")
@@ -292,6 +294,32 @@ class Bench:
         self.land("small")
         m = self.dbt("merge_small", ["run", "--select", "orders"])
         self.record("overhead", f"run with {self.events_in('small')} changes", history, self.events_in("small"), m)
+
+    def merge_comparison(self) -> None:
+        """`local[1]` against the bench's master for the merge: the same batch (`par1`)
+        into the same silver (the first build's), the lakehouse restored from a copy
+        before each run, `ingestion_rounds` rounds alternated, medians recorded. The last
+        run, on the master, leaves the lakehouse the later cases build on."""
+        self.land("par1")
+        main, saved = self.lakehouse(), self.lakehouse("before_par1_merge")
+        shutil.rmtree(saved, ignore_errors=True)
+        shutil.copytree(main, saved)  # table locations in the metastore name `main`: restored in place
+        history, events = self.bronze_events - self.events_in("par1"), self.events_in("par1")
+
+        def one_round(tag: str, last: bool) -> dict[str, Measured]:
+            measured: dict[str, Measured] = {}
+            for variant, name, master in (("ours incremental local[1]", f"merge_par1_local1{tag}", "local[1]"),
+                                          (SAME_BATCH.format(self.master), f"merge_par1{tag}", None)):
+                shutil.rmtree(main)
+                shutil.copytree(saved, main)
+                measured[variant] = self.dbt(name, ["run", "--select", "orders"], master=master)
+            return measured
+
+        self.in_rounds(one_round, events, (
+            f"The merge of the same {events:,} changes into the first build's silver, restored before each run: "
+            f"{self.scale.ingestion_rounds} rounds alternated in this order, the median recorded above"),
+            case="refresh", history=history)
+        shutil.rmtree(saved)
 
     def warm_loop(self) -> None:
         """The runner loop's case: one process, a first pass, then the measured runs

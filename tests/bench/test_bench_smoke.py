@@ -1,5 +1,5 @@
 """Smoke run of the benchmark (`python -m benchmarks --scale smoke`): each kind of step
-once at toy scale (one history point, no local[1] repeats), so `make bench` keeps
+once at toy scale (one history point, one round of each comparison), so `make bench` keeps
 working. It measures nothing worth reading; what it checks is that each case ran, the
 incremental silver table equalled the full recompute and the generator's live-key count
 (the run's `dbt test` step), and that results and plots were written."""
@@ -34,9 +34,12 @@ def test_every_case_runs_and_agrees(tmp_path):
         ("ingestion", "parse only (floor)"),
         ("ingestion", "Hudi Spark writer (HoodieStreamer's path)"),
         ("ingestion", "ours local[2]"),
+        ("ingestion", "ours local[1]"),
         ("ingestion", "ours from Kafka local[2]"),
         ("refresh", "ours first build"),
         ("refresh", "ours incremental local[2]"),
+        ("refresh", "ours incremental local[1]"),
+        ("refresh", "ours incremental local[2], local[1]'s batch"),
         ("refresh", "full recompute (reference)"),
         ("overhead", "run with no new data"),
         ("overhead", "run with 100 changes"),
@@ -48,6 +51,7 @@ def test_every_case_runs_and_agrees(tmp_path):
     assert all(float(r["seconds"]) > 0 and float(r["peak_jvm_mib"]) > 0 for r in rows), rows
     report = (work / "results" / "results.md").read_text()
     assert "| met |" in report and "incremental / full recompute" in report
+    assert "merge local[2] / local[1] events/s (same batch, same silver)" in report
     for plot in ("refresh_vs_history.png", "ingestion_and_memory.png"):
         assert (work / "results" / plot).stat().st_size > 1000
 
