@@ -49,16 +49,16 @@ class Scale:
     records_per_file: int
     row_bytes: int = 200
     one_core: bool = True  # also run ingestion and a merge on local[1] (the parallelism case)
-    # The ingestion comparison runs this many times, alternated, and records each side's
-    # median: one landing of the same 900k events took 30.2 s in one bench run and 36.8 s
-    # in the next, Hudi's writer 33.2 and 30.3 s (docs/performance.md).
-    ingestion_rounds: int = 3
+    # The ingestion and merge comparisons run this many times, alternated, and record
+    # each side's median: one landing of the same 900k events took 30.2 s in one bench
+    # run and 36.8 s in the next, Hudi's writer 33.2 and 30.3 s (docs/performance.md).
+    rounds: int = 3
 
 
 SCALES = {
     # make test: each kind of step once, on a toy stream
     "smoke": Scale("smoke", keys=2_000, history=(6_000,), batch=1_000, small_batch=100, records_per_file=3_000,
-                   ingestion_rounds=1),
+                   rounds=1),
     "small": Scale("small", keys=100_000, history=(300_000, 1_000_000), batch=30_000, small_batch=1_000,
                    records_per_file=100_000),
     # make bench: the issue's sizes
@@ -192,7 +192,7 @@ class Bench:
 
     def ingestion_comparison(self) -> None:
         """The first history segment into empty tables: ours on 2 and 1 cores, Hudi's own
-        writer, and the parse alone (the floor). Ours and the writer run `ingestion_rounds`
+        writer, and the parse alone (the floor). Ours and the writer run `rounds`
         times, alternated, each recorded as its median; the last landing of ours on 2
         cores is the one the later cases build on."""
         events = self.events_in("hist1")
@@ -201,14 +201,14 @@ class Bench:
         self.record("ingestion", "parse only (floor)", 0, events, m)
         self.in_rounds(self.ingestion_round, events, (
             f"Ingestion of the first segment ({events:,} events into empty tables): "
-            f"{self.scale.ingestion_rounds} rounds alternated in this order, the median recorded above"))
+            f"{self.scale.rounds} rounds alternated in this order, the median recorded above"))
         self.bronze_events = events
 
     def in_rounds(self, one_round: Callable[[str, bool], dict[str, Measured]], events: int, note: str,
                   case: str = "ingestion", history: int = 0) -> None:
-        """Run `one_round(tag, last)` `ingestion_rounds` times and record each variant's
+        """Run `one_round(tag, last)` `rounds` times and record each variant's
         median; with more than one round, list every time under the results (`note` first)."""
-        count = self.scale.ingestion_rounds
+        count = self.scale.rounds
         rounds: dict[str, list[Measured]] = {}
         for i in range(1, count + 1):
             for variant, measured in one_round(f"_round{i}" if count > 1 else "", i == count).items():
@@ -243,7 +243,7 @@ class Bench:
     def kafka_ingestion(self) -> None:
         """The first history segment again, from a Kafka topic instead of sink files: the
         generator produces it (same records, partitions and offsets) to a broker of the
-        bench's own, then ours lands it into empty tables, `ingestion_rounds` times, the
+        bench's own, then ours lands it into empty tables, `rounds` times, the
         median recorded. After the file rounds, not between them: the broker stays out of
         the file comparison."""
         events = self.events_in("hist1")
@@ -264,7 +264,7 @@ class Bench:
 
             self.in_rounds(one_round, events, (
                 f"From Kafka, the same {events:,} events (`python -m ingestion --kafka-bootstrap-servers`), "
-                f"{self.scale.ingestion_rounds} rounds after the file rounds, the median recorded above"))
+                f"{self.scale.rounds} rounds after the file rounds, the median recorded above"))
 
     def land(self, segment: str) -> None:
         m = self.ingest(segment, self.lakehouse())
@@ -298,7 +298,7 @@ class Bench:
     def merge_comparison(self) -> None:
         """`local[1]` against the bench's master for the merge: the same batch (`par1`)
         into the same silver (the first build's), the lakehouse restored from a copy
-        before each run, `ingestion_rounds` rounds alternated, medians recorded. The last
+        before each run, `rounds` times alternated, medians recorded. The last
         run, on the master, leaves the lakehouse the later cases build on."""
         self.land("par1")
         main, saved = self.lakehouse(), self.lakehouse("before_par1_merge")
@@ -317,7 +317,7 @@ class Bench:
 
         self.in_rounds(one_round, events, (
             f"The merge of the same {events:,} changes into the first build's silver, restored before each run: "
-            f"{self.scale.ingestion_rounds} rounds alternated in this order, the median recorded above"),
+            f"{self.scale.rounds} rounds alternated in this order, the median recorded above"),
             case="refresh", history=history)
         shutil.rmtree(saved)
 
