@@ -34,6 +34,22 @@ KAFKA_PORTS = ports_above_defaults(20)
 
 # The merge on the bench's master of the batch the local[1] merge takes (`{}`: the master).
 SAME_BATCH = "ours incremental {}, local[1]'s batch"
+# local[1] runs twice: as is, and confined to one CPU. As is, its JVM's compiler and
+# garbage collector threads and Hudi's own threads run on the other core
+# (benchmarks/cpu_share.sh: 1.5-1.8 of 2 cores busy), so it is not one core's throughput.
+INGEST_LOCAL1 = "ours local[1]"
+INGEST_LOCAL1_ONE_CPU = "ours local[1] on one CPU (taskset)"
+MERGE_LOCAL1 = "ours incremental local[1]"
+MERGE_LOCAL1_ONE_CPU = "ours incremental local[1] on one CPU (taskset)"
+
+
+def one_cpu() -> list[str]:
+    """The prefix that runs a command on one CPU: the first this process may use."""
+    taskset = shutil.which("taskset")
+    if taskset is None:
+        raise StepFailed("the local[1] steps on one CPU need `taskset` (Debian package util-linux); "
+                         "install it, or run a scale without the local[1] steps (Scale.one_core)")
+    return [taskset, "--cpu-list", str(min(os.sched_getaffinity(0)))]
 
 
 @dataclass(frozen=True)
@@ -48,7 +64,7 @@ class Scale:
     small_batch: int
     records_per_file: int
     row_bytes: int = 200
-    one_core: bool = True  # also run ingestion and a merge on local[1] (the parallelism case)
+    one_core: bool = True  # also run ingestion and a merge on local[1], as is and on one CPU (parallelism)
     # The ingestion and merge comparisons run this many times, alternated, and record
     # each side's median: one landing of the same 900k events took 30.2 s in one bench
     # run and 36.8 s in the next, Hudi's writer 33.2 and 30.3 s (docs/performance.md).
@@ -148,7 +164,9 @@ class Bench:
         }
 
     def step(self, name: str, argv: list[str], lakehouse: Path, master: str | None = None,
-             dbt_state: str = "run") -> Measured:
+             dbt_state: str = "run", pinned: bool = False) -> Measured:
+        """Run one step; `pinned`: on one CPU (`one_cpu`)."""
+        argv = [*one_cpu(), *argv] if pinned else argv
         measured = run_step(name, argv, self.logs, self.env(lakehouse, master, dbt_state), cwd=PROJECT_DIR)
         self.on_step(name, measured)
         return measured
@@ -160,13 +178,16 @@ class Bench:
     def topics(self, segment: str) -> str:
         return str(self.streams / segment / "topics")
 
-    def ingest(self, segment: str, lakehouse: Path, master: str | None = None, tag: str = "") -> Measured:
+    def ingest(self, segment: str, lakehouse: Path, master: str | None = None, tag: str = "",
+               pinned: bool = False) -> Measured:
         return self.step(f"ingest_{segment}{tag}", [
             PYTHON, "-m", "ingestion", "--input", self.topics(segment), "--sources-yml", str(SOURCES_YML),
-        ], lakehouse, master)
+        ], lakehouse, master, pinned=pinned)
 
-    def dbt(self, name: str, args: list[str], master: str | None = None, dbt_state: str = "run") -> Measured:
-        return self.step(name, [DBT, *args, "--project-dir", str(BENCH_DBT)], self.lakehouse(), master, dbt_state)
+    def dbt(self, name: str, args: list[str], master: str | None = None, dbt_state: str = "run",
+            pinned: bool = False) -> Measured:
+        return self.step(name, [DBT, *args, "--project-dir", str(BENCH_DBT)], self.lakehouse(), master, dbt_state,
+                         pinned)
 
     # --- the run --------------------------------------------------------------------
     def stream(self) -> tuple[StreamConfig, Layout]:
@@ -199,6 +220,10 @@ class Bench:
         m = self.step("parse_only_hist1", [PYTHON, "-m", "benchmarks.parse_only", "--input", self.topics("hist1")],
                       self.lakehouse("parse"))
         self.record("ingestion", "parse only (floor)", 0, events, m)
+        if self.scale.one_core:
+            self.notes.append(
+                f"`on one CPU (taskset)`: the step run as `taskset {' '.join(one_cpu()[1:])} <command>`; every other step "
+                f"may use all {len(os.sched_getaffinity(0))} CPUs of the machine.")
         self.in_rounds(self.ingestion_round, events, (
             f"Ingestion of the first segment ({events:,} events into empty tables): "
             f"{self.scale.rounds} rounds alternated in this order, the median recorded above"))
@@ -222,8 +247,9 @@ class Bench:
 
     def ingestion_round(self, tag: str, last: bool) -> dict[str, Measured]:
         """One round of the comparison, in this order: Hudi's writer, ours on `local[1]`
-        (with `one_core`), ours on the bench's master; each into empty tables, removed
-        after it, except ours in the `last` round, which lands in the main lakehouse."""
+        as is and on one CPU (with `one_core`), ours on the bench's master; each into
+        empty tables, removed after it, except ours in the `last` round, which lands in
+        the main lakehouse."""
         measured: dict[str, Measured] = {}
         writer = self.lakehouse("hudi_writer")
         measured["Hudi Spark writer (HoodieStreamer's path)"] = self.step(f"hudi_writer_hist1{tag}", [
@@ -232,8 +258,10 @@ class Bench:
         shutil.rmtree(writer, ignore_errors=True)
         if self.scale.one_core:
             one_core = self.lakehouse("one_core")
-            measured["ours local[1]"] = self.ingest("hist1", one_core, master="local[1]", tag=f"_local1{tag}")
-            shutil.rmtree(one_core, ignore_errors=True)
+            for variant, name, pinned in ((INGEST_LOCAL1, "_local1", False),
+                                          (INGEST_LOCAL1_ONE_CPU, "_local1_cpu", True)):
+                measured[variant] = self.ingest("hist1", one_core, "local[1]", f"{name}{tag}", pinned)
+                shutil.rmtree(one_core, ignore_errors=True)
         target = self.lakehouse() if last else self.lakehouse("scratch")
         measured[f"ours {self.master}"] = self.ingest("hist1", target, tag=tag)
         if not last:
@@ -296,10 +324,11 @@ class Bench:
         self.record("overhead", f"run with {self.events_in('small')} changes", history, self.events_in("small"), m)
 
     def merge_comparison(self) -> None:
-        """`local[1]` against the bench's master for the merge: the same batch (`par1`)
-        into the same silver (the first build's), the lakehouse restored from a copy
-        before each run, `rounds` times alternated, medians recorded. The last
-        run, on the master, leaves the lakehouse the later cases build on."""
+        """`local[1]` (as is and on one CPU) against the bench's master for the merge:
+        the same batch (`par1`) into the same silver (the first build's), the lakehouse
+        restored from a copy before each run, `rounds` times alternated, medians
+        recorded. The last run, on the master, leaves the lakehouse the later cases
+        build on."""
         self.land("par1")
         main, saved = self.lakehouse(), self.lakehouse("before_par1_merge")
         shutil.rmtree(saved, ignore_errors=True)
@@ -308,11 +337,13 @@ class Bench:
 
         def one_round(tag: str, last: bool) -> dict[str, Measured]:
             measured: dict[str, Measured] = {}
-            for variant, name, master in (("ours incremental local[1]", f"merge_par1_local1{tag}", "local[1]"),
-                                          (SAME_BATCH.format(self.master), f"merge_par1{tag}", None)):
+            for variant, name, master, pinned in (
+                    (MERGE_LOCAL1, f"merge_par1_local1{tag}", "local[1]", False),
+                    (MERGE_LOCAL1_ONE_CPU, f"merge_par1_local1_cpu{tag}", "local[1]", True),
+                    (SAME_BATCH.format(self.master), f"merge_par1{tag}", None, False)):
                 shutil.rmtree(main, ignore_errors=True)
                 shutil.copytree(saved, main)
-                measured[variant] = self.dbt(name, ["run", "--select", "orders"], master=master)
+                measured[variant] = self.dbt(name, ["run", "--select", "orders"], master=master, pinned=pinned)
             return measured
 
         self.in_rounds(one_round, events, (

@@ -13,7 +13,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Sequence
 
-from benchmarks.cases import PROJECT_DIR, SAME_BATCH, Result, Scale
+from benchmarks.cases import (INGEST_LOCAL1, INGEST_LOCAL1_ONE_CPU, MERGE_LOCAL1, MERGE_LOCAL1_ONE_CPU, PROJECT_DIR,
+                              SAME_BATCH, Result, Scale)
 
 
 def machine() -> dict[str, str]:
@@ -69,7 +70,8 @@ def targets(results: Sequence[Result], master: str) -> list[Target]:
 
     fresh = [r for r in results if r.case == "ingestion" and r.history_rows == 0]
     ours = next((r for r in fresh if r.variant == f"ours {master}"), None)
-    ours1 = next((r for r in fresh if r.variant == "ours local[1]"), None)
+    ours1 = next((r for r in fresh if r.variant == INGEST_LOCAL1), None)
+    ours1_cpu = next((r for r in fresh if r.variant == INGEST_LOCAL1_ONE_CPU), None)
     ref = next((r for r in fresh if r.variant.startswith("Hudi")), None)
     ratio("ingestion events/s: ours / Hudi's writer", ours and ours.events_per_s, ref and ref.events_per_s,
           ">= 1.0", lambda v: v >= 1.0)
@@ -100,16 +102,20 @@ def targets(results: Sequence[Result], master: str) -> list[Target]:
               warm.seconds, warm_full and warm_full.seconds, "<= 0.1", lambda v: v <= 0.1)
     ratio(f"ingestion {master} / local[1] events/s", ours and ours.events_per_s, ours1 and ours1.events_per_s,
           ">= 1.6", lambda v: v >= 1.6)
+    if ours1_cpu:
+        ratio(f"ingestion {master} / local[1] on one CPU (taskset) events/s", ours and ours.events_per_s,
+              ours1_cpu.events_per_s, ">= 1.6", lambda v: v >= 1.6)
     fresh_rows = sorted(r.seconds for r in results if r.case == "freshness")
     if fresh_rows:
         median = fresh_rows[len(fresh_rows) // 2]
         out.append(Target(f"freshness, commit -> silver (median of {len(fresh_rows)}; max {fresh_rows[-1]} s)",
                           median, "reported (no target)", None))
-    merge1 = _one(results, "refresh", "ours incremental local[1]")
-    merge2 = _one(results, "refresh", SAME_BATCH.format(master))
-    if merge1 and merge2:
-        ratio(f"merge {master} / local[1] events/s (same batch, same silver)", merge2.events_per_s,
-              merge1.events_per_s, ">= 1.6", lambda v: v >= 1.6)
+    merges = {r.variant: r for r in results if r.case == "refresh"}
+    merge2 = merges.get(SAME_BATCH.format(master))
+    for variant, which in ((MERGE_LOCAL1, "local[1]"), (MERGE_LOCAL1_ONE_CPU, "local[1] on one CPU (taskset)")):
+        if merge2 and variant in merges:
+            ratio(f"merge {master} / {which} events/s (same batch, same silver)", merge2.events_per_s,
+                  merges[variant].events_per_s, ">= 1.6", lambda v: v >= 1.6)
     return out
 
 
