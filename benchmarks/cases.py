@@ -37,10 +37,11 @@ SAME_BATCH = "ours incremental {}, local[1]'s batch"
 # local[1] runs twice: as is, and confined to one CPU. As is, its JVM's compiler and
 # garbage collector threads and Hudi's own threads run on the other core
 # (benchmarks/cpu_share.sh: 1.5-1.8 of 2 cores busy), so it is not one core's throughput.
+ONE_CPU = " on one CPU (taskset)"
 INGEST_LOCAL1 = "ours local[1]"
-INGEST_LOCAL1_ONE_CPU = "ours local[1] on one CPU (taskset)"
+INGEST_LOCAL1_ONE_CPU = INGEST_LOCAL1 + ONE_CPU
 MERGE_LOCAL1 = "ours incremental local[1]"
-MERGE_LOCAL1_ONE_CPU = "ours incremental local[1] on one CPU (taskset)"
+MERGE_LOCAL1_ONE_CPU = MERGE_LOCAL1 + ONE_CPU
 
 
 def one_cpu() -> list[str]:

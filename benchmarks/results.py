@@ -103,8 +103,8 @@ def targets(results: Sequence[Result], master: str) -> list[Target]:
     ratio(f"ingestion {master} / local[1] events/s", ours and ours.events_per_s, ours1 and ours1.events_per_s,
           ">= 1.6", lambda v: v >= 1.6)
     if ours1_cpu:
-        ratio(f"ingestion {master} / local[1] on one CPU (taskset) events/s", ours and ours.events_per_s,
-              ours1_cpu.events_per_s, ">= 1.6", lambda v: v >= 1.6)
+        ratio(f"ingestion {master} / {INGEST_LOCAL1_ONE_CPU.removeprefix('ours ')} events/s",
+              ours and ours.events_per_s, ours1_cpu.events_per_s, ">= 1.6", lambda v: v >= 1.6)
     fresh_rows = sorted(r.seconds for r in results if r.case == "freshness")
     if fresh_rows:
         median = fresh_rows[len(fresh_rows) // 2]
@@ -112,8 +112,9 @@ def targets(results: Sequence[Result], master: str) -> list[Target]:
                           median, "reported (no target)", None))
     merges = {r.variant: r for r in results if r.case == "refresh"}
     merge2 = merges.get(SAME_BATCH.format(master))
-    for variant, which in ((MERGE_LOCAL1, "local[1]"), (MERGE_LOCAL1_ONE_CPU, "local[1] on one CPU (taskset)")):
+    for variant in (MERGE_LOCAL1, MERGE_LOCAL1_ONE_CPU):
         if merge2 and variant in merges:
+            which = variant.removeprefix("ours incremental ")
             ratio(f"merge {master} / {which} events/s (same batch, same silver)", merge2.events_per_s,
                   merges[variant].events_per_s, ">= 1.6", lambda v: v >= 1.6)
     return out
