@@ -49,7 +49,7 @@ def one_cpu() -> list[str]:
     taskset = shutil.which("taskset")
     if taskset is None:
         raise StepFailed("the local[1] steps on one CPU need `taskset` (Debian package util-linux); "
-                         "install it, or run a scale without the local[1] steps (Scale.one_core)")
+                         "install it, or run a scale without them (Scale.one_cpu)")
     return [taskset, "--cpu-list", str(min(os.sched_getaffinity(0)))]
 
 
@@ -65,7 +65,8 @@ class Scale:
     small_batch: int
     records_per_file: int
     row_bytes: int = 200
-    one_core: bool = True  # also run ingestion and a merge on local[1], as is and on one CPU (parallelism)
+    one_core: bool = True  # also run ingestion and a merge on local[1] (parallelism)
+    one_cpu: bool = True  # ... and those two again on one CPU (`one_cpu`)
     # The ingestion and merge comparisons run this many times, alternated, and record
     # each side's median: one landing of the same 900k events took 30.2 s in one bench
     # run and 36.8 s in the next, Hudi's writer 33.2 and 30.3 s (docs/performance.md).
@@ -73,9 +74,11 @@ class Scale:
 
 
 SCALES = {
-    # make test: each kind of step once, on a toy stream
+    # make test: each kind of step once, on a toy stream. Not the local[1] steps on one
+    # CPU: the same steps as local[1]'s with a command prefix (tests/unit/test_bench_results.py
+    # runs the prefix), and at this scale the slowest two (190 s of 18 min on an Intel Xeon).
     "smoke": Scale("smoke", keys=2_000, history=(6_000,), batch=1_000, small_batch=100, records_per_file=3_000,
-                   rounds=1),
+                   rounds=1, one_cpu=False),
     "small": Scale("small", keys=100_000, history=(300_000, 1_000_000), batch=30_000, small_batch=1_000,
                    records_per_file=100_000),
     # make bench: the issue's sizes
@@ -172,6 +175,10 @@ class Bench:
         self.on_step(name, measured)
         return measured
 
+    def local1_pinnings(self) -> tuple[bool, ...]:
+        """How the local[1] steps run, in this order: as is, then on one CPU (`Scale.one_cpu`)."""
+        return (False, True) if self.scale.one_cpu else (False,)
+
     def events_in(self, segment: str) -> int:
         counts = self.manifest["counts"][segment]
         return counts["c"] + counts["u"] + counts["d"]
@@ -221,7 +228,7 @@ class Bench:
         m = self.step("parse_only_hist1", [PYTHON, "-m", "benchmarks.parse_only", "--input", self.topics("hist1")],
                       self.lakehouse("parse"))
         self.record("ingestion", "parse only (floor)", 0, events, m)
-        if self.scale.one_core:
+        if self.scale.one_core and self.scale.one_cpu:
             self.notes.append(
                 f"`on one CPU (taskset)`: the step run as `taskset {' '.join(one_cpu()[1:])} <command>`; every other step "
                 f"may use all {len(os.sched_getaffinity(0))} CPUs of the machine.")
@@ -248,7 +255,7 @@ class Bench:
 
     def ingestion_round(self, tag: str, last: bool) -> dict[str, Measured]:
         """One round of the comparison, in this order: Hudi's writer, ours on `local[1]`
-        as is and on one CPU (with `one_core`), ours on the bench's master; each into
+        (with `one_core`) as is and on one CPU (with `one_cpu`), ours on the bench's master; each into
         empty tables, removed after it, except ours in the `last` round, which lands in
         the main lakehouse."""
         measured: dict[str, Measured] = {}
@@ -259,9 +266,9 @@ class Bench:
         shutil.rmtree(writer, ignore_errors=True)
         if self.scale.one_core:
             one_core = self.lakehouse("one_core")
-            for variant, name, pinned in ((INGEST_LOCAL1, "_local1", False),
-                                          (INGEST_LOCAL1_ONE_CPU, "_local1_cpu", True)):
-                measured[variant] = self.ingest("hist1", one_core, "local[1]", f"{name}{tag}", pinned)
+            for pinned in self.local1_pinnings():
+                variant = INGEST_LOCAL1_ONE_CPU if pinned else INGEST_LOCAL1
+                measured[variant] = self.ingest("hist1", one_core, "local[1]", f"_local1{'_cpu' * pinned}{tag}", pinned)
                 shutil.rmtree(one_core, ignore_errors=True)
         target = self.lakehouse() if last else self.lakehouse("scratch")
         measured[f"ours {self.master}"] = self.ingest("hist1", target, tag=tag)
@@ -325,7 +332,7 @@ class Bench:
         self.record("overhead", f"run with {self.events_in('small')} changes", history, self.events_in("small"), m)
 
     def merge_comparison(self) -> None:
-        """`local[1]` (as is and on one CPU) against the bench's master for the merge:
+        """`local[1]` (as is, and on one CPU with `one_cpu`) against the bench's master for the merge:
         the same batch (`par1`) into the same silver (the first build's), the lakehouse
         restored from a copy before each run, `rounds` times alternated, medians
         recorded. The last run, on the master, leaves the lakehouse the later cases
@@ -338,10 +345,10 @@ class Bench:
 
         def one_round(tag: str, last: bool) -> dict[str, Measured]:
             measured: dict[str, Measured] = {}
-            for variant, name, master, pinned in (
-                    (MERGE_LOCAL1, f"merge_par1_local1{tag}", "local[1]", False),
-                    (MERGE_LOCAL1_ONE_CPU, f"merge_par1_local1_cpu{tag}", "local[1]", True),
-                    (SAME_BATCH.format(self.master), f"merge_par1{tag}", None, False)):
+            local1 = [(MERGE_LOCAL1_ONE_CPU if pinned else MERGE_LOCAL1, f"merge_par1_local1{'_cpu' * pinned}{tag}",
+                       "local[1]", pinned) for pinned in self.local1_pinnings()]
+            on_master = (SAME_BATCH.format(self.master), f"merge_par1{tag}", None, False)
+            for variant, name, master, pinned in (*local1, on_master):
                 shutil.rmtree(main, ignore_errors=True)
                 shutil.copytree(saved, main)
                 measured[variant] = self.dbt(name, ["run", "--select", "orders"], master=master, pinned=pinned)
