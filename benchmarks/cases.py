@@ -175,9 +175,10 @@ class Bench:
         self.on_step(name, measured)
         return measured
 
-    def local1_pinnings(self) -> tuple[bool, ...]:
-        """How the local[1] steps run, in this order: as is, then on one CPU (`Scale.one_cpu`)."""
-        return (False, True) if self.scale.one_cpu else (False,)
+    def local1_runs(self, variant: str) -> list[tuple[str, str, bool]]:
+        """The local[1] runs of `variant` (INGEST_LOCAL1, MERGE_LOCAL1) as (variant, step
+        name suffix, pinned), in this order: as is, then on one CPU (with `Scale.one_cpu`)."""
+        return [(variant, "_local1", False), *([(variant + ONE_CPU, "_local1_cpu", True)] if self.scale.one_cpu else [])]
 
     def events_in(self, segment: str) -> int:
         counts = self.manifest["counts"][segment]
@@ -266,9 +267,8 @@ class Bench:
         shutil.rmtree(writer, ignore_errors=True)
         if self.scale.one_core:
             one_core = self.lakehouse("one_core")
-            for pinned in self.local1_pinnings():
-                variant = INGEST_LOCAL1_ONE_CPU if pinned else INGEST_LOCAL1
-                measured[variant] = self.ingest("hist1", one_core, "local[1]", f"_local1{'_cpu' * pinned}{tag}", pinned)
+            for variant, suffix, pinned in self.local1_runs(INGEST_LOCAL1):
+                measured[variant] = self.ingest("hist1", one_core, "local[1]", f"{suffix}{tag}", pinned)
                 shutil.rmtree(one_core, ignore_errors=True)
         target = self.lakehouse() if last else self.lakehouse("scratch")
         measured[f"ours {self.master}"] = self.ingest("hist1", target, tag=tag)
@@ -345,8 +345,8 @@ class Bench:
 
         def one_round(tag: str, last: bool) -> dict[str, Measured]:
             measured: dict[str, Measured] = {}
-            local1 = [(MERGE_LOCAL1_ONE_CPU if pinned else MERGE_LOCAL1, f"merge_par1_local1{'_cpu' * pinned}{tag}",
-                       "local[1]", pinned) for pinned in self.local1_pinnings()]
+            local1 = [(variant, f"merge_par1{suffix}{tag}", "local[1]", pinned)
+                      for variant, suffix, pinned in self.local1_runs(MERGE_LOCAL1)]
             on_master = (SAME_BATCH.format(self.master), f"merge_par1{tag}", None, False)
             for variant, name, master, pinned in (*local1, on_master):
                 shutil.rmtree(main, ignore_errors=True)
