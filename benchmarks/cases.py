@@ -49,7 +49,7 @@ def one_cpu() -> list[str]:
     taskset = shutil.which("taskset")
     if taskset is None:
         raise StepFailed("the local[1] steps on one CPU need `taskset` (Debian package util-linux); "
-                         "install it, or run a scale without them (Scale.one_cpu)")
+                         "install it, or run a scale without them (Scale.one_core)")
     return [taskset, "--cpu-list", str(min(os.sched_getaffinity(0)))]
 
 
@@ -65,8 +65,10 @@ class Scale:
     small_batch: int
     records_per_file: int
     row_bytes: int = 200
-    one_core: bool = True  # also run ingestion and a merge on local[1] (parallelism)
-    one_cpu: bool = True  # ... and those two again on one CPU (`one_cpu`)
+    # also run ingestion and a merge on local[1], as is and on one CPU (`one_cpu`): parallelism
+    one_core: bool = True
+    # the fixed overhead's small batch, landed and merged as a batch is, only smaller
+    small_run: bool = True
     # The ingestion and merge comparisons run this many times, alternated, and record
     # each side's median: one landing of the same 900k events took 30.2 s in one bench
     # run and 36.8 s in the next, Hudi's writer 33.2 and 30.3 s (docs/performance.md).
@@ -74,11 +76,12 @@ class Scale:
 
 
 SCALES = {
-    # make test: each kind of step once, on a toy stream. Not the local[1] steps on one
-    # CPU: the same steps as local[1]'s with a command prefix (tests/unit/test_bench_results.py
-    # runs the prefix), and at this scale the slowest two (190 s of 18 min on an Intel Xeon).
+    # make test: each kind of step once, on a toy stream. Not the steps that run the same
+    # commands again on other input or another master: the local[1] steps (their ratios and
+    # the one-CPU prefix: tests/unit/test_bench_results.py) and the small batch, 8 of the
+    # smoke's 20 steps at 45d6b4f (528 s of its 18m25s on an Intel Xeon).
     "smoke": Scale("smoke", keys=2_000, history=(6_000,), batch=1_000, small_batch=100, records_per_file=3_000,
-                   rounds=1, one_cpu=False),
+                   rounds=1, one_core=False, small_run=False),
     "small": Scale("small", keys=100_000, history=(300_000, 1_000_000), batch=30_000, small_batch=1_000,
                    records_per_file=100_000),
     # make bench: the issue's sizes
@@ -127,7 +130,8 @@ class Plan:
                 raise ValueError(f"scale {scale.name}: history point {target} leaves only {history} new events before it")
             plan.segments += [(f"hist{i}", history), *extra, (f"batch{i}", scale.batch)]
             bronze = target + scale.batch
-        plan.segments.append(("small", scale.small_batch))
+        if scale.small_run:
+            plan.segments.append(("small", scale.small_batch))
         # the scheduled loop's two passes (benchmarks/warm_loop.py): a first one, then a batch
         plan.segments += [("warm_up", scale.small_batch), ("warm_batch", scale.batch)]
         return plan
@@ -177,8 +181,8 @@ class Bench:
 
     def local1_runs(self, variant: str) -> list[tuple[str, str, bool]]:
         """The local[1] runs of `variant` (INGEST_LOCAL1, MERGE_LOCAL1) as (variant, step
-        name suffix, pinned), in this order: as is, then on one CPU (with `Scale.one_cpu`)."""
-        return [(variant, "_local1", False), *([(variant + ONE_CPU, "_local1_cpu", True)] if self.scale.one_cpu else [])]
+        name suffix, pinned), in this order: as is, then on one CPU."""
+        return [(variant, "_local1", False), (variant + ONE_CPU, "_local1_cpu", True)]
 
     def events_in(self, segment: str) -> int:
         counts = self.manifest["counts"][segment]
@@ -229,7 +233,7 @@ class Bench:
         m = self.step("parse_only_hist1", [PYTHON, "-m", "benchmarks.parse_only", "--input", self.topics("hist1")],
                       self.lakehouse("parse"))
         self.record("ingestion", "parse only (floor)", 0, events, m)
-        if self.scale.one_core and self.scale.one_cpu:
+        if self.scale.one_core:
             self.notes.append(
                 f"`on one CPU (taskset)`: the step run as `taskset {' '.join(one_cpu()[1:])} <command>`; every other step "
                 f"may use all {len(os.sched_getaffinity(0))} CPUs of the machine.")
@@ -256,7 +260,7 @@ class Bench:
 
     def ingestion_round(self, tag: str, last: bool) -> dict[str, Measured]:
         """One round of the comparison, in this order: Hudi's writer, ours on `local[1]`
-        (with `one_core`) as is and on one CPU (with `one_cpu`), ours on the bench's master; each into
+        (with `one_core`) as is and on one CPU, ours on the bench's master; each into
         empty tables, removed after it, except ours in the `last` round, which lands in
         the main lakehouse."""
         measured: dict[str, Measured] = {}
@@ -327,12 +331,13 @@ class Bench:
         history = self.bronze_events
         m = self.dbt("no_new_data", ["run", "--select", "orders"])
         self.record("overhead", "run with no new data", history, 0, m)
-        self.land("small")
-        m = self.dbt("merge_small", ["run", "--select", "orders"])
-        self.record("overhead", f"run with {self.events_in('small')} changes", history, self.events_in("small"), m)
+        if self.scale.small_run:
+            self.land("small")
+            m = self.dbt("merge_small", ["run", "--select", "orders"])
+            self.record("overhead", f"run with {self.events_in('small')} changes", history, self.events_in("small"), m)
 
     def merge_comparison(self) -> None:
-        """`local[1]` (as is, and on one CPU with `one_cpu`) against the bench's master for the merge:
+        """`local[1]` (as is, and on one CPU) against the bench's master for the merge:
         the same batch (`par1`) into the same silver (the first build's), the lakehouse
         restored from a copy before each run, `rounds` times alternated, medians
         recorded. The last run, on the master, leaves the lakehouse the later cases

@@ -1,6 +1,7 @@
 """Smoke run of the benchmark (`python -m benchmarks --scale smoke`): each kind of step
-once at toy scale (one history point, one round of each comparison, no step repeated on one
-CPU), so `make bench` keeps working. It measures nothing worth reading; what it checks is
+once at toy scale (one history point, one round of each comparison, not the steps that
+repeat a command on other input: the local[1] ones, the small batch), so `make bench` keeps
+working. It measures nothing worth reading; what it checks is
 that each case ran, the incremental silver table equalled the full recompute and the
 generator's live-key count (the run's `dbt test` step), and that results and plots were
 written."""
@@ -35,28 +36,24 @@ def test_every_case_runs_and_agrees(tmp_path):
         ("ingestion", "parse only (floor)"),
         ("ingestion", "Hudi Spark writer (HoodieStreamer's path)"),
         ("ingestion", "ours local[2]"),
-        ("ingestion", "ours local[1]"),
         ("ingestion", "ours from Kafka local[2]"),
         ("refresh", "ours first build"),
         ("refresh", "ours incremental local[2]"),
-        ("refresh", "ours incremental local[1]"),
-        ("refresh", "ours incremental local[2], local[1]'s batch"),
         ("refresh", "full recompute (reference)"),
         ("overhead", "run with no new data"),
-        ("overhead", "run with 100 changes"),
         ("refresh", "warm process: ours incremental local[2]"),
         ("refresh", "warm process: full recompute"),
         ("overhead", "warm process: run with no new data"),
     ]:
         assert expected in variants, f"{expected} missing from {sorted(variants)}"
-    # not the local[1] steps on one CPU (Scale.one_cpu): tests/unit/test_bench_results.py runs their prefix
-    assert not [v for v in variants if "on one CPU" in v[1]], sorted(variants)
+    # not the local[1] steps (Scale.one_core; tests/unit/test_bench_results.py covers their
+    # ratios), nor the small batch (Scale.small_run)
+    assert not [v for v in variants if "local[1]" in v[1] or v[1].endswith(" changes")], sorted(variants)
     assert all(float(r["seconds"]) > 0 and float(r["peak_jvm_mib"]) > 0 for r in rows), rows
     report = (work / "results" / "results.md").read_text()
     assert "| met |" in report and "incremental / full recompute" in report
-    for ratio in ("merge local[2] / local[1] events/s (same batch, same silver)",
-                  "ingestion local[2] / local[1] events/s"):
-        assert ratio in report, ratio
+    # ... so that ratio is reported as not measured, not computed from other rows
+    assert "| ingestion local[2] / local[1] events/s | - | >= 1.6 | - |" in report
     for plot in ("refresh_vs_history.png", "ingestion_and_memory.png"):
         assert (work / "results" / plot).stat().st_size > 1000
 
