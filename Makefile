@@ -74,8 +74,10 @@ test-long: setup
 bench: setup
 	$(BIN)/python -m benchmarks --scale $${BENCH_SCALE:-full}
 
+# One linting process per CPU (--processes 0): 3m05s against 4m57s for one process on 2
+# cores (time sqlfluff lint models, Intel Xeon); a violation still fails it.
 lint: setup
-	$(BIN)/sqlfluff lint models
+	$(BIN)/sqlfluff lint models --processes 0
 
 clean:
 	rm -rf lakehouse build target logs
