@@ -1,8 +1,10 @@
-"""The real CDC stack for the end-to-end tests: started here, stopped (and purged) after.
+"""The real CDC stack for the end-to-end tests: started here, stopped after.
 
 It runs in this test run's own folder and on its own ports, so a developer's
 `make cdc-up` stack can keep running beside it. If anything cannot start, the
-fixture fails the tests with the service's log; nothing is skipped."""
+fixture fails the tests with the service's log; nothing is skipped. It is also the
+stack's own smoke test (one stack start for both): the generated credentials are
+checked after `up`, and after `down` no process and no pid file may be left."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from stack.proc import pid_alive
 from stack.settings import ports_above_defaults
 
 # Ports 10 above the `make cdc-up` defaults.
@@ -27,6 +30,8 @@ def cdc_stack(run_dir: Path):
     os.environ["CDC_STACK_DIR"] = str(run_dir / "stack")
     for name, value in TEST_PORTS.items():
         os.environ.setdefault(name, value)
+    for name in ("CDC_PG_USER", "CDC_PG_PASSWORD", "CDC_MARIADB_USER", "CDC_MARIADB_PASSWORD"):
+        os.environ.pop(name, None)  # exercise the credentials the stack generates
     try:
         info = stack.up()
         for name in CONNECTORS:
@@ -34,7 +39,14 @@ def cdc_stack(run_dir: Path):
     except Exception as exc:  # noqa: BLE001 - fail (never skip) with the reason
         stack.down(purge=False)
         pytest.fail(f"the CDC stack did not start: {exc}", pytrace=False)
+    pids: list[int] = []
     try:
+        credentials = Path(info.stack_dir) / "credentials.env"
+        assert credentials.stat().st_mode & 0o777 == 0o600, "the generated credentials are readable by others"
+        assert info.credentials.pg_password and info.credentials.pg_password in credentials.read_text()
         yield info
     finally:
-        stack.down(purge=False)
+        pids = [state["pid"] for state in stack.status().values() if isinstance(state, dict) and state.get("pid")]
+        stack.down(purge=False)  # raises if a process of the stack is still running
+    assert len(pids) == 4 and not any(pid_alive(pid) for pid in pids), pids
+    assert not list((Path(info.stack_dir) / "logs").glob("*.pid"))

@@ -199,6 +199,9 @@ def test_round_2_with_connect_restart(spark, cdc_stack, run_dir):
 
     run_postgres(cdc_stack, workloads.POSTGRES_ROUND_2_BEFORE_RESTART)
     stack.restart_connect()
+    connectors = stack.status()["connectors"]
+    for name in ("pagila-envelope", "movies-envelope"):
+        assert connectors[name] == {"state": "RUNNING", "tasks": ["RUNNING"]}, connectors
     run_postgres(cdc_stack, workloads.POSTGRES_ROUND_2_AFTER_RESTART)
     run_mariadb(cdc_stack, workloads.MARIADB_ROUND_2)
     ingest_and_build(spark, cdc_stack, run_dir)
