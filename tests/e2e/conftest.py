@@ -39,7 +39,6 @@ def cdc_stack(run_dir: Path):
     except Exception as exc:  # noqa: BLE001 - fail (never skip) with the reason
         stack.down(purge=False)
         pytest.fail(f"the CDC stack did not start: {exc}", pytrace=False)
-    pids: list[int] = []
     try:
         credentials = Path(info.stack_dir) / "credentials.env"
         assert credentials.stat().st_mode & 0o777 == 0o600, "the generated credentials are readable by others"
