@@ -52,7 +52,9 @@ def main(argv: list[str] | None = None) -> int:
         .option("hoodie.datasource.write.partitionpath.field", "")
         # the lakehouse's metadata-table setting (profiles/profiles.yml), as bronze has it
         .option("hoodie.metadata.enable", spark.conf.get("hoodie.metadata.enable", "true"))
-        .option("hoodie.parquet.compression.codec", INSERT_SETTINGS["hoodie.parquet.compression.codec"])  # as bronze
+        # the Parquet settings of bronze
+        .option("hoodie.parquet.compression.codec", INSERT_SETTINGS["hoodie.parquet.compression.codec"])
+        .option("hoodie.parquet.dictionary.enabled", INSERT_SETTINGS["hoodie.parquet.dictionary.enabled"])
         .mode("append")
         .save(args.path)
     )

@@ -38,6 +38,12 @@ INSERT_SETTINGS = {
     # zstd instead of Hudi's gzip: 900k events landed in 50.0-52.5 s instead of 52.5-57.3 s,
     # 85 instead of 89 MiB (docs/performance.md); silver uses it too (cdc_hudi_tblproperties).
     "hoodie.parquet.compression.codec": "zstd",
+    # Plain encoding: most of a bronze row is unique text and numbers (row images, offsets,
+    # positions), for which Parquet fills a dictionary per column until it overflows and
+    # then writes every value again. Without it, a bulk_insert of 900k events took 9.0 and
+    # 9.4 s instead of 11.7 and 10.8 s (medians of two sessions) and 58.6 instead of
+    # 61.2 MiB; scans of `_op` and of the offsets took as long (docs/performance.md).
+    "hoodie.parquet.dictionary.enabled": "false",
 }
 
 # A table's share of a run at least this large (sink file bytes) goes in with Hudi's

@@ -5,7 +5,7 @@ by rewriting that file. The ingestion caps the limit (load.SMALL_FILE_LIMIT_BYTE
 small run stops rewriting an ever larger file; this checks that the session setting
 reaches Hudi's writer both ways, and that no row is lost or doubled either way. Large
 shares of a run go in with bulk_insert instead (load.BULK_INSERT_MIN_BYTES), which
-writes new files and leaves small ones alone.
+writes new files and leaves small ones alone. Both write Parquet without dictionaries.
 """
 
 from __future__ import annotations
@@ -72,6 +72,32 @@ def test_bulk_insert_writes_new_files_and_each_key_once(spark, table):
 
     rows = [tuple(row) for row in spark.sql(f"select k, v from {table}").collect()]
     assert sorted(rows) == [(f"k{i:05d}", f"value {i}") for i in range(250)]
+
+
+def _column_encodings(spark, table: str) -> dict[str, set[str]]:
+    """{column: the encodings of its chunks} over the Parquet files the table reads, from
+    their footers (parquet-mr in Spark's JVM)."""
+    jvm = spark._jvm
+    conf = spark._jsc.hadoopConfiguration()
+    found: dict[str, set[str]] = {}
+    for uri in spark.table(table).inputFiles():
+        footer = jvm.org.apache.parquet.hadoop.ParquetFileReader.readFooter(conf, jvm.org.apache.hadoop.fs.Path(uri))
+        for block in footer.getBlocks():
+            for chunk in block.getColumns():
+                found.setdefault(chunk.getPath().toDotString(), set()).update(str(e) for e in chunk.getEncodings())
+    return found
+
+
+def test_inserts_write_no_dictionaries(spark, table):
+    assert load.INSERT_SETTINGS["hoodie.parquet.dictionary.enabled"] == "false"
+    _insert(spark, 0, 100)  # 100 short keys: Parquet's default would keep them in a dictionary
+    _insert(spark, 100, 100, bulk=True)
+    encodings = _column_encodings(spark, table)
+    assert {"k", "v", "_hoodie_record_key"} <= set(encodings)
+    dictionary = {name: found for name, found in encodings.items() if any("DICTIONARY" in e for e in found)}
+    assert dictionary == {}
+    # the files of both writes were read
+    assert spark.sql(f"select count(distinct _hoodie_commit_time) from {table}").first()[0] == 2
 
 
 @pytest.mark.parametrize(("input_bytes", "bulk"), [
