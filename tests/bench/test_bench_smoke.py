@@ -36,6 +36,7 @@ def test_every_case_runs_and_agrees(tmp_path):
         ("ingestion", "parse only (floor)"),
         ("ingestion", "Hudi Spark writer (HoodieStreamer's path)"),
         ("ingestion", "ours local[2]"),
+        ("ingestion", "ours local[2] into an existing lakehouse"),
         ("ingestion", "ours from Kafka local[2]"),
         ("refresh", "ours first build"),
         ("refresh", "ours incremental local[2]"),

@@ -57,3 +57,18 @@ def test_without_the_one_cpu_rows_their_ratios_are_left_out():
     found = _by_what(results.targets(rows, "local[2]"))
     assert not [what for what in found if "one CPU" in what], sorted(found)
     assert found["merge local[2] / local[1] events/s (same batch, same silver)"].measured == round(32.0 / 33.0, 3)
+
+
+def test_ingestion_ratios_into_an_empty_and_an_existing_lakehouse_use_their_own_rows():
+    rows = [
+        Result("ingestion", "Hudi Spark writer (HoodieStreamer's path)", 0, 900_000, 30.0, 1),
+        Result("ingestion", "ours local[2]", 0, 900_000, 40.0, 1),
+        Result("ingestion", cases.INGEST_EXISTING.format("local[2]"), 0, 900_000, 25.0, 1),
+    ]
+    found = _by_what(results.targets(rows, "local[2]"))
+    empty = found["ingestion events/s: ours / Hudi's writer"]
+    existing = found["ingestion events/s: ours into an existing lakehouse (its metastore created before) / Hudi's writer"]
+    assert (empty.measured, empty.met) == (round(30.0 / 40.0, 3), False)
+    assert (existing.measured, existing.met) == (round(30.0 / 25.0, 3), True)
+    # without the row (an older results.csv), its ratio is left out, not taken from another row
+    assert not [what for what in _by_what(results.targets(rows[:2], "local[2]")) if "existing" in what]
