@@ -44,8 +44,8 @@ MERGE_LOCAL1 = "ours incremental local[1]"
 MERGE_LOCAL1_ONE_CPU = MERGE_LOCAL1 + ONE_CPU
 # Ours into empty tables of a lakehouse whose metastore exists (`{}`: the master). The
 # other rounds land into an empty lakehouse, where ours also creates the metastore's Derby
-# database (2-2.5 s more than starting an existing one), which a lakehouse does once;
-# Hudi's writer writes by path and has no metastore.
+# database (5.2-5.9 s against 2.9-4.1 s to start an existing one, docs/performance.md),
+# which a lakehouse does once; Hudi's writer writes by path and has no metastore.
 INGEST_EXISTING = "ours {} into an existing lakehouse"
 
 
