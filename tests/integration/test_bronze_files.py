@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from ingestion import load
-from tests.support.lakehouse import drop_schemas
+from tests.support.lakehouse import drop_schemas, parquet_encodings, table_folder
 
 SCHEMA = "bronze_files_test"
 TABLE = "events"
@@ -74,25 +74,11 @@ def test_bulk_insert_writes_new_files_and_each_key_once(spark, table):
     assert sorted(rows) == [(f"k{i:05d}", f"value {i}") for i in range(250)]
 
 
-def _column_encodings(spark, table: str) -> dict[str, set[str]]:
-    """{column: the encodings of its chunks} over the Parquet files the table reads, from
-    their footers (parquet-mr in Spark's JVM)."""
-    jvm = spark._jvm
-    conf = spark._jsc.hadoopConfiguration()
-    found: dict[str, set[str]] = {}
-    for uri in spark.table(table).inputFiles():
-        footer = jvm.org.apache.parquet.hadoop.ParquetFileReader.readFooter(conf, jvm.org.apache.hadoop.fs.Path(uri))
-        for block in footer.getBlocks():
-            for chunk in block.getColumns():
-                found.setdefault(chunk.getPath().toDotString(), set()).update(str(e) for e in chunk.getEncodings())
-    return found
-
-
 def test_inserts_write_no_dictionaries(spark, table):
     assert load.INSERT_SETTINGS["hoodie.parquet.dictionary.enabled"] == "false"
     _insert(spark, 0, 100)  # 100 short keys: Parquet's default would keep them in a dictionary
     _insert(spark, 100, 100, bulk=True)
-    encodings = _column_encodings(spark, table)
+    encodings = parquet_encodings(spark, table_folder(spark, SCHEMA, TABLE))
     assert {"k", "v", "_hoodie_record_key"} <= set(encodings)
     dictionary = {name: found for name, found in encodings.items() if any("DICTIONARY" in e for e in found)}
     assert dictionary == {}

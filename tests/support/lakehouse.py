@@ -4,7 +4,7 @@ drop what a test built."""
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +73,7 @@ def drop_tables(spark, tables: Iterable[tuple[str, str]]) -> None:
     under the same name starts empty (Hudi keeps its timeline in the folder)."""
     for schema, table in tables:
         spark.sql(f"drop table if exists `{schema}`.`{table}` purge")
-        shutil.rmtree(_warehouse(spark) / f"{schema}.db" / table, ignore_errors=True)
+        shutil.rmtree(table_folder(spark, schema, table), ignore_errors=True)
 
 
 def drop_schemas(spark, schemas: Iterable[str]) -> None:
@@ -84,20 +84,40 @@ def drop_schemas(spark, schemas: Iterable[str]) -> None:
     spark.catalog.clearCache()
 
 
-def parquet_codecs(spark, folder: Path) -> dict[str, set[str]]:
-    """The compression codecs of every column chunk of every parquet file under `folder`,
-    per file, read from the files' footers (through the JVM's parquet reader)."""
+def table_folder(spark, schema: str, table: str) -> Path:
+    """Where a managed table of the embedded lakehouse keeps its files."""
+    return _warehouse(spark) / f"{schema}.db" / table
+
+
+def parquet_column_chunks(spark, folder: Path) -> Iterator[tuple[str, Any]]:
+    """(file relative to `folder`, parquet-mr's ColumnChunkMetaData) for every column chunk
+    of every parquet file under `folder`, read from the files' footers (through the JVM's
+    parquet reader)."""
     jvm = spark.sparkContext._jvm
     conf = spark.sparkContext._jsc.hadoopConfiguration()
     parquet = jvm.org.apache.parquet.hadoop
-    codecs = {}
     for path in sorted(folder.rglob("*.parquet")):
         reader = parquet.ParquetFileReader.open(parquet.util.HadoopInputFile.fromPath(
             jvm.org.apache.hadoop.fs.Path(str(path)), conf))
         try:
-            codecs[str(path.relative_to(folder))] = {
-                column.getCodec().toString() for block in reader.getFooter().getBlocks()
-                for column in block.getColumns()}
+            chunks = [column for block in reader.getFooter().getBlocks() for column in block.getColumns()]
         finally:
             reader.close()
+        for column in chunks:
+            yield str(path.relative_to(folder)), column
+
+
+def parquet_codecs(spark, folder: Path) -> dict[str, set[str]]:
+    """The compression codecs of the column chunks of every parquet file under `folder`, per file."""
+    codecs: dict[str, set[str]] = {}
+    for file, column in parquet_column_chunks(spark, folder):
+        codecs.setdefault(file, set()).add(column.getCodec().toString())
     return codecs
+
+
+def parquet_encodings(spark, folder: Path) -> dict[str, set[str]]:
+    """The encodings of the column chunks of the parquet files under `folder`, per column."""
+    encodings: dict[str, set[str]] = {}
+    for _, column in parquet_column_chunks(spark, folder):
+        encodings.setdefault(column.getPath().toDotString(), set()).update(str(e) for e in column.getEncodings())
+    return encodings
