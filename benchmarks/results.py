@@ -184,11 +184,12 @@ def plot(results: Sequence[Result], master: str, out: Path) -> None:
     ax.set_ylim(bottom=0)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(out / "refresh_vs_history.png", dpi=110)
+    # bbox "tight": the saved image grows to its labels instead of cutting them off.
+    fig.savefig(out / "refresh_vs_history.png", dpi=110, bbox_inches="tight")
     plt.close(fig)
 
     fresh = [r for r in results if r.case == "ingestion" and r.history_rows == 0]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 6))
     left.barh([r.variant for r in fresh], [r.events_per_s for r in fresh])
     left.set_xlabel("events/s (into an empty table)")
     left.set_title("Ingestion")
@@ -198,5 +199,5 @@ def plot(results: Sequence[Result], master: str, out: Path) -> None:
     right.set_title("Memory")
     right.tick_params(axis="y", labelsize=6)
     fig.tight_layout()
-    fig.savefig(out / "ingestion_and_memory.png", dpi=110)
+    fig.savefig(out / "ingestion_and_memory.png", dpi=110, bbox_inches="tight")
     plt.close(fig)

@@ -96,7 +96,9 @@ def split_lines(raw: DataFrame, catalog: DataFrame) -> DataFrame:
         F.octet_length("line").alias("_line_bytes"),
         # Not regexp_replace(line, '\r\z', ''): that regex is tried at every byte of every
         # line (about 2 s of a 900k-event run's parse; docs/performance.md).
-        F.when(F.col("line").endswith("\r"), F.expr("substring(line, 1, length(line) - 1)"))
+        # Column.substr, not F.expr: a SQL expression's functions are looked up in the
+        # session catalog, which is the metastore's (docs/performance.md).
+        F.when(F.col("line").endswith("\r"), F.col("line").substr(F.lit(1), F.length("line") - 1))
         .otherwise(F.col("line")).alias("line"),
     )
     empty = catalog.where(F.col("_size") == 0).select(
@@ -151,12 +153,12 @@ def place_lines(lines: DataFrame, stats: Iterable[Mapping], files: Iterable[Sour
     positions = lines.sparkSession.createDataFrame(split_positions(stats, files), POSITIONS_SCHEMA)
     placed = lines.join(F.broadcast(positions), ["_source_file", "_block"])
     index = (F.col("_line_base") + F.col("_row_id")).cast("int")
-    placed = (
-        placed.withColumn("_line_index", index)
-        .withColumn("_offset", F.col("_offset_base") + F.col("_row_id"))
-        .withColumn("_source_line", index + 1)
-        .withColumn("_unterminated", F.coalesce(F.col("_row_id") == F.col("_last_row_id"), F.lit(False)))
-    )
+    placed = placed.withColumns({
+        "_line_index": index,
+        "_offset": F.col("_offset_base") + F.col("_row_id"),
+        "_source_line": index + 1,
+        "_unterminated": F.coalesce(F.col("_row_id") == F.col("_last_row_id"), F.lit(False)),
+    })
     if "reason" in lines.columns:
         placed = placed.withColumn(
             "reason",
@@ -187,15 +189,17 @@ def parse_records(lines: DataFrame) -> DataFrame:
     parsed = F.col("_outer")
     wrapped = parsed.isNotNull() & (F.size(parsed) == 2) & _has_key(parsed, "schema") & _has_key(parsed, "payload")
     trimmed = F.trim("line")
+    # Columns in one withColumns per step that reads the step before: each withColumn
+    # call analyzes the whole plan again (docs/performance.md).
     return (
         lines.withColumn("_outer", outer)
         .withColumn("_wrapped", F.coalesce(wrapped, F.lit(False)))
-        .withColumn("m", F.when(F.col("_wrapped"), F.from_json(F.col("_outer")["payload"], MAP)).otherwise(F.col("_outer")))
-        # A Kafka tombstone (null value) shows up as an empty line, `null`, or a wrapper with a null payload.
-        .withColumn(
-            "_tombstone",
-            (trimmed == "") | (trimmed == "null") | (F.col("_wrapped") & F.col("_outer")["payload"].isNull()),
-        )
+        .withColumns({
+            "m": F.when(F.col("_wrapped"), F.from_json(F.col("_outer")["payload"], MAP)).otherwise(F.col("_outer")),
+            # A Kafka tombstone (null value) shows up as an empty line, `null`, or a wrapper with a null payload.
+            "_tombstone":
+                (trimmed == "") | (trimmed == "null") | (F.col("_wrapped") & F.col("_outer")["payload"].isNull()),
+        })
         # Debezium envelopes always carry `op`; a missing `op` next to before/after/source is still an envelope.
         .withColumn(
             "_shape",
@@ -227,31 +231,24 @@ def extract_change_fields(records: DataFrame) -> DataFrame:
         # Its own column, parsed once: Spark does not share an expression between CASE
         # branches, so inlined in each field below `source` would be parsed seven times.
         records.withColumn("_src", F.when(envelope, F.from_json(m["source"], SOURCE_FIELDS)))
-        .withColumn("_op", op)
-        .withColumn(
-            "_deleted",
-            F.when(envelope, m["op"] == "d").otherwise(F.coalesce(m["__deleted"] == "true", flat_op == "d")),
-        )
-        .withColumn("_source_lsn", pick(src["lsn"], m["__lsn"], "bigint"))
-        .withColumn("_source_binlog_file", pick(src["file"], m["__file"], "string"))
-        .withColumn("_source_binlog_pos", pick(src["pos"], m["__pos"], "bigint"))
-        .withColumn("_source_binlog_row", pick(src["row"], m["__row"], "int"))
-        .withColumn("_source_ts_ms", pick(src["ts_ms"], m["__source_ts_ms"], "bigint"))
-        .withColumn(
-            "_source_tx_id",
-            pick(F.coalesce(src["txId"], src["gtid"]), F.coalesce(m["__txId"], m["__gtid"]), "string"),
-        )
-        .withColumn("_source_snapshot", pick(src["snapshot"], m["__snapshot"], "string"))
-        .withColumn("_ts_ms", pick(m["ts_ms"], m["__ts_ms"], "bigint"))
-        .withColumn("_before", F.when(envelope, m["before"]))
-        .withColumn(
-            "_after",
-            F.when(envelope, m["after"]).otherwise(F.to_json(F.map_filter(m, lambda k, v: ~k.startswith("__")))),
-        )
-        .withColumn(
-            "_source",
-            F.when(envelope, m["source"]).otherwise(F.to_json(F.map_filter(m, lambda k, v: k.startswith("__")))),
-        )
+        .withColumns({
+            "_op": op,
+            "_deleted": F.when(envelope, m["op"] == "d").otherwise(F.coalesce(m["__deleted"] == "true", flat_op == "d")),
+            "_source_lsn": pick(src["lsn"], m["__lsn"], "bigint"),
+            "_source_binlog_file": pick(src["file"], m["__file"], "string"),
+            "_source_binlog_pos": pick(src["pos"], m["__pos"], "bigint"),
+            "_source_binlog_row": pick(src["row"], m["__row"], "int"),
+            "_source_ts_ms": pick(src["ts_ms"], m["__source_ts_ms"], "bigint"),
+            "_source_tx_id":
+                pick(F.coalesce(src["txId"], src["gtid"]), F.coalesce(m["__txId"], m["__gtid"]), "string"),
+            "_source_snapshot": pick(src["snapshot"], m["__snapshot"], "string"),
+            "_ts_ms": pick(m["ts_ms"], m["__ts_ms"], "bigint"),
+            "_before": F.when(envelope, m["before"]),
+            "_after":
+                F.when(envelope, m["after"]).otherwise(F.to_json(F.map_filter(m, lambda k, v: ~k.startswith("__")))),
+            "_source":
+                F.when(envelope, m["source"]).otherwise(F.to_json(F.map_filter(m, lambda k, v: k.startswith("__")))),
+        })
         .drop("_src")
     )
 
