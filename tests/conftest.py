@@ -13,6 +13,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -27,6 +28,12 @@ os.environ["DBT_PROFILES_DIR"] = str(ROOT / "profiles")
 # or the demo, must not read a manifest the tests left).
 os.environ["DBT_TARGET_PATH"] = str(_RUN_DIR / "dbt-target")
 os.environ["DBT_LOG_PATH"] = str(_RUN_DIR / "dbt-logs")
+# The drivers tests start as processes of their own (ingestion, dbt, the runner, the bench's
+# steps) compile with the JIT's first tier only: each lives under a minute on a tiny input,
+# where C2's compiling costs more CPU than its code saves. The session below keeps both
+# tiers, as it runs for the whole suite (docs/performance.md "The test suite's JVMs").
+# CDC_DRIVER_JAVA_OPTIONS set before pytest replaces this for those processes.
+os.environ.setdefault("CDC_DRIVER_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")
 os.environ["TZ"] = "UTC"
 time.tzset()  # PySpark turns timestamps into local datetimes: make local = UTC
 
@@ -57,7 +64,8 @@ def spark():
     missing = [str(jar) for jar in jars if not jar.exists()]
     if missing:
         pytest.fail(f"{', '.join(missing)} missing: run `make setup` first", pytrace=False)
-    session = get_session("local")
+    with mock.patch.dict(os.environ, {"CDC_DRIVER_JAVA_OPTIONS": ""}):
+        session = get_session("local")
     yield session
     session.stop()
 
