@@ -32,7 +32,8 @@ os.environ["DBT_LOG_PATH"] = str(_RUN_DIR / "dbt-logs")
 # steps) compile with the JIT's first tier only: each lives under a minute on a tiny input,
 # where C2's compiling costs more CPU than its code saves. The session below keeps both
 # tiers, as it runs for the whole suite (docs/performance.md "The test suite's JVMs").
-# CDC_DRIVER_JAVA_OPTIONS set before pytest replaces this for those processes.
+# CDC_DRIVER_JAVA_OPTIONS set before pytest replaces this, for the session too.
+_SESSION_JAVA_OPTIONS = os.environ.get("CDC_DRIVER_JAVA_OPTIONS", "")
 os.environ.setdefault("CDC_DRIVER_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")
 os.environ["TZ"] = "UTC"
 time.tzset()  # PySpark turns timestamps into local datetimes: make local = UTC
@@ -64,7 +65,7 @@ def spark():
     missing = [str(jar) for jar in jars if not jar.exists()]
     if missing:
         pytest.fail(f"{', '.join(missing)} missing: run `make setup` first", pytrace=False)
-    with mock.patch.dict(os.environ, {"CDC_DRIVER_JAVA_OPTIONS": ""}):
+    with mock.patch.dict(os.environ, {"CDC_DRIVER_JAVA_OPTIONS": _SESSION_JAVA_OPTIONS}):
         session = get_session("local")
     yield session
     session.stop()
