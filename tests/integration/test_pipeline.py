@@ -123,7 +123,8 @@ def assert_gold_matches(spark, batch_dirs: list[Path]) -> None:
 # MariaDB table (movies); all have changes in the later batches.
 OLD_STYLE_TABLES = ("staff", "payment", "movies")
 UPSERT_PROPERTIES = {"hoodie.spark.sql.insert.into.operation", "hoodie.payload.delete.field",
-                     "hoodie.payload.delete.marker", "hoodie.write.record.merge.custom.implementation.classes"}
+                     "hoodie.payload.delete.marker", "hoodie.write.record.merge.custom.implementation.classes",
+                     "hoodie.combine.before.upsert"}
 
 
 def recreate_without_upsert_properties(spark, table: str, primary_key: list[str]) -> None:
