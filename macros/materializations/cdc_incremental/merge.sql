@@ -115,8 +115,8 @@
     changes into 650k rows took 17.4-18.3 s merged and 12.8-13.3 s upserted, same table
     row by row (docs/performance.md). No de-duplication before it: the batch holds one
     change per key (cdc_latest_per_key groups by the key), so Hudi's shuffle that would
-    combine duplicates finds none (without it the upsert took 10.3 s instead of 11.6 s,
-    medians, docs/performance.md). Table properties, not session settings: dbt's
+    combine duplicates finds none (the upsert took 10.3 s without that shuffle, 11.6 s
+    with it, medians, docs/performance.md). Table properties, not session settings: dbt's
     threads share one Spark session. -#}
 {% macro cdc_upsert_properties(deletes) %}
     {%- set properties = {
