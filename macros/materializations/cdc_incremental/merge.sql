@@ -120,8 +120,9 @@
 {% macro cdc_batch_unavailable_columns(batch) %}
     {%- set names = [] -%}
     {%- for row in run_query(
-            'select distinct name from ' ~ batch ~ ' lateral view explode(_cdc_unavailable) as name'
-            ~ " where _cdc_row = 'change' and not coalesce(_cdc_deleted, false)") -%}
+            'select distinct unavailable._cdc_column_name from ' ~ batch ~ ' as batch'
+            ~ ' lateral view explode(batch._cdc_unavailable) unavailable as _cdc_column_name'
+            ~ " where batch._cdc_row = 'change' and not coalesce(batch._cdc_deleted, false)") -%}
         {%- do names.append(row[0]) -%}
     {%- endfor -%}
     {{ return(names) }}
