@@ -118,14 +118,11 @@
     (`_cdc_unavailable` names every column of a key whose events are all deletes), so
     deletes are left out. -#}
 {% macro cdc_batch_unavailable_columns(batch) %}
-    {%- set names = [] -%}
-    {%- for row in run_query(
-            'select distinct unavailable._cdc_column_name from ' ~ batch ~ ' as batch'
-            ~ ' lateral view explode(batch._cdc_unavailable) unavailable as _cdc_column_name'
-            ~ " where batch._cdc_row = 'change' and not coalesce(batch._cdc_deleted, false)") -%}
-        {%- do names.append(row[0]) -%}
-    {%- endfor -%}
-    {{ return(names) }}
+    {{ return(run_query(
+        'select distinct unavailable._cdc_column_name from ' ~ batch ~ ' as batch'
+        ~ ' lateral view explode(batch._cdc_unavailable) unavailable as _cdc_column_name'
+        ~ " where batch._cdc_row = 'change' and not coalesce(batch._cdc_deleted, false)"
+    ).columns[0].values() | list) }}
 {% endmacro %}
 
 
