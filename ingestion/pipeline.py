@@ -200,7 +200,9 @@ def _run(spark: SparkSession, config: IngestConfig) -> RunSummary:
                 spark, schema, placed, set(input_bytes), summary.tables, ingested_at, shared_offsets, input_bytes,
                 created,
             )
-            _write_ledger(spark, schema, new_files, stats, ingested_at, created[LEDGER_TABLE])
+            # Unless replaying, the ledger holds none of these files: they are the ones this
+            # run found missing from it, and runs into a schema do not overlap (run()).
+            _write_ledger(spark, schema, new_files, stats, ingested_at, created[LEDGER_TABLE] or not config.reprocess)
         finally:
             classified.unpersist()
     return summary
@@ -324,9 +326,11 @@ def _summarize(files: list[extract.SourceFile], stats: dict, key_map: dict[str, 
 
 
 def _write_ledger(
-    spark: SparkSession, schema: str, files: list[extract.SourceFile], stats: dict, ingested_at: datetime, created: bool,
+    spark: SparkSession, schema: str, files: list[extract.SourceFile], stats: dict, ingested_at: datetime,
+    holds_none: bool,
 ) -> None:
-    """Last write of a run: these files are done. `created`: the run created the ledger."""
+    """Last write of a run: these files are done. `holds_none`: the ledger holds none of
+    them, so the insert skips its check for known keys (insert_new_rows' `created`)."""
     rows = []
     for f in files:
         row = stats.get(f.uri)
@@ -334,4 +338,4 @@ def _write_ledger(
         rows.append((f.topic, f.uri, *counts, ingested_at))
     ddl = ", ".join(f"{name} {kind}" for name, kind in load.LEDGER_COLUMNS)
     ledger = spark.createDataFrame(rows, ddl).select(*[F.col(n) for n, _ in load.LEDGER_COLUMNS])
-    load.insert_new_rows(spark, ledger, schema, LEDGER_TABLE, load.LEDGER_COLUMNS, load.LEDGER_KEY, created=created)
+    load.insert_new_rows(spark, ledger, schema, LEDGER_TABLE, load.LEDGER_COLUMNS, load.LEDGER_KEY, created=holds_none)
