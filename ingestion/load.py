@@ -111,7 +111,7 @@ def ensure_table(
     spark: SparkSession, schema: str, table: str, columns: list[tuple[str, str]], key: list[str]
 ) -> bool:
     """CREATE TABLE IF NOT EXISTS ... USING hudi, COPY_ON_WRITE, keyed by `key`. Returns
-    whether this call created it: then it holds no rows (insert_new_rows' `created`)."""
+    whether this call created it: then it holds no rows (insert_new_rows' `holds_none`)."""
     existed = table_exists(spark, schema, table)
     if not existed:
         remove_orphan_location(spark, schema, table)
@@ -144,7 +144,7 @@ class TableInsert:
     columns: list[tuple[str, str]]
     key: list[str]
     bulk: bool = False
-    created: bool = False
+    holds_none: bool = False  # the table holds none of the df's keys: no check
 
 
 def write_settings(bulk: bool) -> dict[str, str]:
@@ -160,20 +160,21 @@ def insert_new_rows(
     columns: list[tuple[str, str]],
     key: list[str],
     bulk: bool = False,
-    created: bool = False,
+    holds_none: bool = False,
 ) -> None:
     """Append the rows of `df` whose `key` the Hudi table does not hold yet (columns
     selected in table order; INSERT INTO is positional); `bulk`: with Hudi's bulk_insert
-    (use_bulk_insert), else with its insert and small-file handling; `created`: this run
-    created the table (ensure_table returned True), so it holds no key and the check is
-    skipped (a first run into an empty lakehouse saves its 1.5-2 s job per table).
+    (use_bulk_insert), else with its insert and small-file handling; `holds_none`: the
+    table holds none of `df`'s keys, so the check is skipped: the run created it
+    (ensure_table returned True; a first run into an empty lakehouse saves its 1.5-2 s
+    job per table), or the caller knows (the file ledger: pipeline._write_ledger).
 
     The known keys come from a semi-join on the table's key columns, not from Hudi's
     duplicate-drop policy: that one looks every incoming key up in the bloom filters and
     key ranges of the table's files, which for a bronze key (topic, partition, offset as
     one string that does not sort by offset) cannot skip a file, and then re-reads the
     batch for each of its stages. Reading three columns of the table is cheaper."""
-    insert_new_rows_of_tables(spark, schema, [TableInsert(table, df, columns, key, bulk, created)])
+    insert_new_rows_of_tables(spark, schema, [TableInsert(table, df, columns, key, bulk, holds_none)])
 
 
 def insert_new_rows_of_tables(
@@ -205,7 +206,7 @@ def insert_new_rows_of_tables(
 def _insert_new_rows(spark: SparkSession, insert: TableInsert, schema: str) -> None:
     """One table's insert, under settings the caller holds."""
     table, df = insert.table, insert.df
-    new = df if insert.created else _without_known_keys(spark.table(qualified(schema, table)), df, insert.key)
+    new = df if insert.holds_none else _without_known_keys(spark.table(qualified(schema, table)), df, insert.key)
     view = f"_ingest_{schema}_{table}"
     new.createOrReplaceTempView(view)
     column_list = ", ".join(quote(name) for name, _ in insert.columns)

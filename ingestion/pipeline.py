@@ -274,7 +274,7 @@ def write_tables(
             spark, schema, QUARANTINE_TABLE, transform.QUARANTINE_COLUMNS, transform.QUARANTINE_KEY)
         load.insert_new_rows(
             spark, transform.to_quarantine(classified, ingested_at), schema, QUARANTINE_TABLE,
-            transform.QUARANTINE_COLUMNS, transform.QUARANTINE_KEY, created=quarantine_created,
+            transform.QUARANTINE_COLUMNS, transform.QUARANTINE_KEY, holds_none=quarantine_created,
         )
     # Create every mappable table (dbt sources must exist even if only tombstones arrived),
     # one after the other (catalog DDL), then write them, several at a time.
@@ -330,7 +330,7 @@ def _write_ledger(
     holds_none: bool,
 ) -> None:
     """Last write of a run: these files are done. `holds_none`: the ledger holds none of
-    them, so the insert skips its check for known keys (insert_new_rows' `created`)."""
+    them, so the insert skips its check for known keys (load.insert_new_rows)."""
     rows = []
     for f in files:
         row = stats.get(f.uri)
@@ -338,4 +338,4 @@ def _write_ledger(
         rows.append((f.topic, f.uri, *counts, ingested_at))
     ddl = ", ".join(f"{name} {kind}" for name, kind in load.LEDGER_COLUMNS)
     ledger = spark.createDataFrame(rows, ddl).select(*[F.col(n) for n, _ in load.LEDGER_COLUMNS])
-    load.insert_new_rows(spark, ledger, schema, LEDGER_TABLE, load.LEDGER_COLUMNS, load.LEDGER_KEY, created=holds_none)
+    load.insert_new_rows(spark, ledger, schema, LEDGER_TABLE, load.LEDGER_COLUMNS, load.LEDGER_KEY, holds_none=holds_none)

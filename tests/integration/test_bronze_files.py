@@ -130,7 +130,7 @@ def test_replay_check_runs_only_on_tables_that_existed_before(spark, monkeypatch
         assert created is True
         rows = [(f"k{i:05d}", f"value {i}") for i in range(100)]
         load.insert_new_rows(spark, spark.createDataFrame(rows, "k string, v string"), SCHEMA, TABLE, COLUMNS, KEY,
-                             created=created)
+                             holds_none=created)
         assert checks == []
         assert load.ensure_table(spark, SCHEMA, TABLE, COLUMNS, KEY) is False
         _insert(spark, 50, 100)  # k00050..k00099 are there: only k00100..k00149 go in
@@ -154,9 +154,9 @@ def test_tables_written_together_each_get_their_rows_and_an_error_is_raised(spar
             created = load.ensure_table(spark, SCHEMA, name, COLUMNS, KEY)
             rows = [(f"{name}-k{j:03d}", f"value {j}") for j in range(10 * (i + 1))]
             df = spark.createDataFrame(rows, "k string, v string")
-            inserts.append(load.TableInsert(name, df, COLUMNS, KEY, bulk=(i == 0), created=created))
+            inserts.append(load.TableInsert(name, df, COLUMNS, KEY, bulk=(i == 0), holds_none=created))
         missing = spark.createDataFrame([("x", "y")], "k string, v string")
-        inserts.append(load.TableInsert("not_created", missing, COLUMNS, KEY, created=True))
+        inserts.append(load.TableInsert("not_created", missing, COLUMNS, KEY, holds_none=True))
         with pytest.raises(Exception, match="not_created"):
             load.insert_new_rows_of_tables(spark, SCHEMA, inserts, threads=3)
         for i, name in enumerate(names):
