@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.cases import PROJECT_DIR, PYTHON
+from benchmarks.measure import PeakSampler
 from stack.settings import ports_above_defaults
 
 # Ports 20 above the `make cdc-up` defaults (the e2e tests use +10).
@@ -36,7 +37,7 @@ class FreshnessError(RuntimeError):
 class Freshness:
     seconds: list[float]  # one per sample row, commit -> visible
     pass_interval: float
-    peak_note: str = ""
+    peak_jvm_mib: float  # the runner loop's JVM (one for all its passes), over the whole run
 
 
 class _Lines(threading.Thread):
@@ -98,6 +99,8 @@ def measure(work: Path, samples: int = 5, every: float = 5.0, timeout: float = 6
     )
     lines = _Lines(runner, work / "runner.log")
     lines.start()
+    memory = PeakSampler(runner.pid)
+    memory.start()
     names: list[str] = []
     seconds: list[float] = []
     try:
@@ -118,9 +121,11 @@ def measure(work: Path, samples: int = 5, every: float = 5.0, timeout: float = 6
         except subprocess.TimeoutExpired:
             runner.kill()
         lines.join(timeout=10)
+        memory.stop.set()
+        memory.join()
         stack.down(purge=False)
     _check_rows(lakehouse, env, names, work)
-    return Freshness(seconds, every)
+    return Freshness(seconds, every, memory.peak_jvm_mib())
 
 
 def _wait(found, timeout: float, what: str, runner: subprocess.Popen):

@@ -76,7 +76,7 @@ def name_and_hwm(pid: int) -> tuple[str, float]:
     return name, hwm
 
 
-class _PeakSampler(threading.Thread):
+class PeakSampler(threading.Thread):
     """Polls the process tree's VmHWM (a peak the kernel keeps, so sampling misses nothing
     but a process that starts and ends between two polls)."""
 
@@ -97,6 +97,10 @@ class _PeakSampler(threading.Thread):
                     self.python = max(self.python, hwm)
             self.stop.wait(self.every)
 
+    def peak_jvm_mib(self) -> float:
+        """The highest VmHWM any Java process of the tree reached (0 if none started)."""
+        return max(self.jvm.values(), default=0.0)
+
 
 def run_step(step: str, argv: Sequence[str], log_dir: Path, env: Mapping[str, str] | None = None,
              cwd: Path | None = None, timeout: float = 4 * 3600) -> Measured:
@@ -107,7 +111,7 @@ def run_step(step: str, argv: Sequence[str], log_dir: Path, env: Mapping[str, st
         started = time.monotonic()
         proc = subprocess.Popen(list(argv), stdout=out, stderr=subprocess.STDOUT, cwd=cwd,
                                 env={**os.environ, **(env or {})})
-        sampler = _PeakSampler(proc.pid)
+        sampler = PeakSampler(proc.pid)
         sampler.start()
         try:
             code = proc.wait(timeout=timeout)
@@ -122,4 +126,4 @@ def run_step(step: str, argv: Sequence[str], log_dir: Path, env: Mapping[str, st
     if code != 0:
         tail = "".join(log.read_text(errors="replace").splitlines(keepends=True)[-15:])
         raise StepFailed(f"step {step} exited with {code}; see {log}. Last lines:\n{tail}")
-    return Measured(step, seconds, max(sampler.jvm.values(), default=0.0), sampler.python, log)
+    return Measured(step, seconds, sampler.peak_jvm_mib(), sampler.python, log)
