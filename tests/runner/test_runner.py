@@ -17,7 +17,8 @@ case is built so that a plausible mistake in runner/cli.py makes it fail:
   included), lets that pass finish its dbt build, then the runner exits with the pass's code
   (3: it quarantined a malformed line). Afterwards silver.actor equals, row by row, the
   state computed here from the records written, and the line is in bronze._quarantine
-  with its file, line and offset;
+  with its file, line and offset. The bench's freshness case (benchmarks/freshness.py)
+  finds each pass's end and its landed actor rows in that output with its own patterns;
 - SIGTERM to the process group while Spark's JVM is starting: the JVM survives it, the
   pass it interrupted runs to its end, then the loop stops (exit 0);
 - `--max-failures N`: a loop whose every pass fails (dbt rejects an option) stops
@@ -45,6 +46,7 @@ from typing import Iterator
 
 import pytest
 
+from benchmarks import freshness
 from benchmarks.measure import descendants, name_and_hwm
 from ingestion.lock import exclusive
 from tests.support.compare import diff
@@ -371,6 +373,11 @@ def test_loop_goes_on_after_failed_passes_and_finishes_the_pass_in_progress_on_s
     assert PASS_END.search(after[0]) and STOPPED.search(after[-1]) and len(after) == 2, "\n".join(after)
     assert re.search(rf"WARNING ingestion\.pipeline: quarantined file:{re.escape(str(second))} line 2: "
                      r"malformed JSON or not a JSON object", text), text[-5000:]
+    # the bench's freshness case reads a loop's output with patterns of its own: they find
+    # every pass's end and the actor rows each pass landed (5, then 2 of the second file)
+    assert [m.group(1) for line in text.splitlines() if (m := freshness.PASS_DONE.search(line))] == ["ok", "ok"]
+    assert [int(m.group(1)) for line in text.splitlines() if (m := freshness.ACTOR_LANDED.match(line))] == [5, 2], \
+        text[-5000:]
 
     expected = current_state([*FIRST, UPDATE, DELETE])
     assert [row["first_name"] for row in expected] == ["ANNE", "BOBBY", "DORA"]  # the fold above, spelled out
