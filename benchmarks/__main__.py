@@ -42,9 +42,7 @@ def main(argv: list[str] | None = None) -> int:
             fresh = freshness.measure(work / "freshness", every=args.freshness_every)
             variant = f"PostgreSQL commit -> row in silver (runner --every {fresh.pass_interval:g})"
             measured += [Result("freshness", variant, 0, 1, s, round(fresh.peak_jvm_mib)) for s in fresh.seconds]
-            bench.notes.append(
-                "Freshness rows: peak JVM MiB is the runner loop's one JVM (every pass's ingestion and dbt build), "
-                "over the whole freshness run; the CDC stack's JVMs (Kafka, Kafka Connect) are not counted.")
+            bench.notes.append(freshness.MEMORY_NOTE)
         except freshness.FreshnessError as exc:
             failed = f"freshness failed: {exc}"  # the other cases took half an hour: keep them
     checks = results.write(measured, scale, args.master, out, notes="\n\n".join(bench.notes))

@@ -29,6 +29,11 @@ PASS_DONE = re.compile(r"ingestion [0-9.]+s, dbt build [0-9.]+s: (ok|failed)")
 ACTOR_LANDED = re.compile(r"^pagila_public_actor\s+\S+\s+\d+\s+(\d+)")
 
 
+# What the freshness rows' peak memory is (results.md prints it under the results).
+MEMORY_NOTE = ("Freshness rows: peak JVM MiB is the runner loop's one JVM (every pass's ingestion and dbt build), "
+               "over the whole freshness run; the CDC stack's JVMs (Kafka, Kafka Connect) are not counted.")
+
+
 class FreshnessError(RuntimeError):
     """The freshness run could not measure (the stack or the loop failed); says which."""
 

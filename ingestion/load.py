@@ -174,7 +174,7 @@ def insert_new_rows(
     key ranges of the table's files, which for a bronze key (topic, partition, offset as
     one string that does not sort by offset) cannot skip a file, and then re-reads the
     batch for each of its stages. Reading three columns of the table is cheaper."""
-    insert_new_rows_of_tables(spark, schema, [TableInsert(table, df, columns, key, bulk, holds_none)])
+    insert_new_rows_of_tables(spark, schema, [TableInsert(table, df, columns, key, bulk=bulk, holds_none=holds_none)])
 
 
 def insert_new_rows_of_tables(

@@ -290,7 +290,8 @@ def write_tables(
                 bronze = transform.one_row_per_key(bronze)
             bulk = load.use_bulk_insert((input_bytes or {}).get(table))
             inserts.append(
-                load.TableInsert(table, bronze, transform.BRONZE_COLUMNS, transform.BRONZE_KEY, bulk, was_created))
+                load.TableInsert(table, bronze, transform.BRONZE_COLUMNS, transform.BRONZE_KEY, bulk=bulk,
+                                 holds_none=was_created))
     load.insert_new_rows_of_tables(spark, schema, inserts)
 
 

@@ -375,9 +375,8 @@ def test_loop_goes_on_after_failed_passes_and_finishes_the_pass_in_progress_on_s
                      r"malformed JSON or not a JSON object", text), text[-5000:]
     # the bench's freshness case reads a loop's output with patterns of its own: they find
     # every pass's end and the actor rows each pass landed (5, then 2 of the second file)
-    assert [m.group(1) for line in text.splitlines() if (m := freshness.PASS_DONE.search(line))] == ["ok", "ok"]
-    assert [int(m.group(1)) for line in text.splitlines() if (m := freshness.ACTOR_LANDED.match(line))] == [5, 2], \
-        text[-5000:]
+    assert [m.group(1) for m in out.found(freshness.PASS_DONE)] == ["ok", "ok"], text[-5000:]
+    assert [int(m.group(1)) for m in out.found(freshness.ACTOR_LANDED)] == [5, 2], text[-5000:]
 
     expected = current_state([*FIRST, UPDATE, DELETE])
     assert [row["first_name"] for row in expected] == ["ANNE", "BOBBY", "DORA"]  # the fold above, spelled out
