@@ -24,8 +24,13 @@ from .sink import Layout, Record, check_segments, stream_records
 from .stream import TOPIC, StreamConfig
 
 TIMEOUT_S = 60.0
-# What a topic's partitions answer for a moment after it is created.
-SETTLING = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART}
+# What a topic's partitions answer for a moment after it is created: the broker's "not
+# leader" answers, and the client's own "unknown" ones until its metadata catches up.
+SETTLING = {
+    KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART,
+    KafkaError.REQUEST_TIMED_OUT, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC, KafkaError._TRANSPORT,
+    KafkaError._TIMED_OUT,
+}
 
 
 class KafkaProduceError(RuntimeError):
@@ -49,19 +54,33 @@ def _topic_ends(bootstrap: str, partitions: int) -> list[int]:
             raise KafkaProduceError(f"topic {TOPIC} on {bootstrap} has {found} partition(s), the layout {partitions}: "
                                     "delete the topic or pass --partitions to match") from None
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "cdc-bench-generator", "enable.auto.commit": False})
-    deadline = time.monotonic() + TIMEOUT_S
     try:
-        while True:
-            try:
-                return [consumer.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=TIMEOUT_S)[1]
-                        for p in range(partitions)]
-            except KafkaException as exc:
-                settling = exc.args[0].code() in SETTLING or exc.args[0].retriable()
-                if not settling or time.monotonic() > deadline:
-                    raise KafkaProduceError(f"cannot read the end offsets of {TOPIC} on {bootstrap}: {exc}") from exc
-                time.sleep(0.2)
+        return partition_ends(consumer, TOPIC, partitions)
+    except KafkaException as exc:
+        raise KafkaProduceError(f"cannot read the end offsets of {TOPIC} on {bootstrap}: {exc}") from exc
     finally:
         consumer.close()
+
+
+def settling(error: KafkaError) -> bool:
+    """Whether an answer is one a new topic gives for a moment (SETTLING) or one the client
+    marks as worth retrying."""
+    return error.code() in SETTLING or error.retriable()
+
+
+def partition_ends(consumer: Consumer, topic: str, partitions: int, timeout_s: float = TIMEOUT_S,
+                   pause_s: float = 0.2) -> list[int]:
+    """Each partition's end offset, asked again while the answers are `settling` until
+    `timeout_s` has passed; any other answer, or the last one, is raised."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)[1]
+                    for p in range(partitions)]
+        except KafkaException as exc:
+            if not settling(exc.args[0]) or time.monotonic() > deadline:
+                raise
+            time.sleep(pause_s)
 
 
 def _refuse_unless_at(ends: list[int], starts: list[int], segment: str, bootstrap: str) -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from benchmarks.cases import PROJECT_DIR, kafka_broker
 from benchmarks.generator import Layout, StreamConfig, write_segments
-from benchmarks.generator.kafka import KafkaProduceError, produce_segments
+from benchmarks.generator.kafka import KafkaProduceError, partition_ends, produce_segments
 from benchmarks.generator.stream import TOPIC
 from stack.settings import ports_above_defaults
 from tests.support.compare import diff
@@ -57,7 +57,7 @@ def topic_records(bootstrap: str) -> dict[tuple[int, int], tuple[bytes | None, b
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "test-generator", "enable.auto.commit": False})
     try:
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=30)[1] for p in range(LAYOUT.partitions)}
+        ends = dict(enumerate(partition_ends(consumer, TOPIC, LAYOUT.partitions)))
         consumer.assign([TopicPartition(TOPIC, p, 0) for p in ends])
         records = {}
         while len(records) < sum(ends.values()):

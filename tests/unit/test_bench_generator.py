@@ -140,3 +140,44 @@ def test_kafka_output_refuses_unknown_or_gapped_segments_before_connecting():
         produce_segments(config, Layout(), segments, "127.0.0.1:1", ["a", "c"])
     with pytest.raises(ValueError, match="segments add up to 20 events"):
         produce_segments(config, Layout(), segments[:2], "127.0.0.1:1")
+
+
+class _AnsweringConsumer:
+    """A consumer whose watermark answers are scripted: each call takes the next answer,
+    an error code (raised as librdkafka raises it) or an end offset."""
+
+    def __init__(self, answers: list) -> None:
+        self.answers = list(answers)
+        self.calls = 0
+
+    def get_watermark_offsets(self, partition, timeout):  # noqa: ANN001 - confluent_kafka's signature
+        from confluent_kafka import KafkaError, KafkaException
+
+        self.calls += 1
+        answer = self.answers.pop(0)
+        if isinstance(answer, str):
+            raise KafkaException(KafkaError(getattr(KafkaError, answer)))
+        return 0, answer
+
+
+@pytest.mark.parametrize("code", ["_UNKNOWN_PARTITION", "_UNKNOWN_TOPIC", "NOT_LEADER_FOR_PARTITION",
+                                  "LEADER_NOT_AVAILABLE", "UNKNOWN_TOPIC_OR_PART", "_TRANSPORT"])
+def test_end_offsets_wait_out_every_answer_of_a_new_topic(code):
+    """A topic just created answers "unknown partition" (the client's metadata) or "not
+    leader" (the broker) for a moment: the wait asks again instead of failing."""
+    from benchmarks.generator.kafka import partition_ends
+
+    consumer = _AnsweringConsumer([code, 7, code, 7, 9])
+    assert partition_ends(consumer, "t", 2, timeout_s=5, pause_s=0) == [7, 9]
+    assert consumer.calls == 5
+
+
+def test_end_offsets_raise_a_lasting_error_at_once():
+    from confluent_kafka import KafkaException
+
+    from benchmarks.generator.kafka import partition_ends
+
+    consumer = _AnsweringConsumer(["TOPIC_AUTHORIZATION_FAILED", 1])
+    with pytest.raises(KafkaException, match="TOPIC_AUTHORIZATION_FAILED"):
+        partition_ends(consumer, "t", 1, timeout_s=5, pause_s=0)
+    assert consumer.calls == 1
