@@ -59,6 +59,7 @@ def _merge(summary: RunSummary, batch: list[TableSummary]) -> None:
             continue
         known.events_read += entry.events_read
         known.landed += entry.landed
+        known.held += entry.held
         known.quarantined += entry.quarantined
         known.tombstones += entry.tombstones
     summary.tables.sort(key=lambda t: t.table)

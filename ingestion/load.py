@@ -145,6 +145,7 @@ class TableInsert:
     key: list[str]
     bulk: bool = False
     holds_none: bool = False  # the table holds none of the df's keys: no check
+    rows: int | None = None  # the df's rows, when the caller knows them (spares a job on a replay)
 
 
 def write_settings(bulk: bool) -> dict[str, str]:
@@ -161,7 +162,7 @@ def insert_new_rows(
     key: list[str],
     bulk: bool = False,
     holds_none: bool = False,
-) -> None:
+) -> int:
     """Append the rows of `df` whose `key` the Hudi table does not hold yet (columns
     selected in table order; INSERT INTO is positional); `bulk`: with Hudi's bulk_insert
     (use_bulk_insert), else with its insert and small-file handling; `holds_none`: the
@@ -173,40 +174,56 @@ def insert_new_rows(
     duplicate-drop policy: that one looks every incoming key up in the bloom filters and
     key ranges of the table's files, which for a bronze key (topic, partition, offset as
     one string that does not sort by offset) cannot skip a file, and then re-reads the
-    batch for each of its stages. Reading three columns of the table is cheaper."""
-    insert_new_rows_of_tables(spark, schema, [TableInsert(table, df, columns, key, bulk=bulk, holds_none=holds_none)])
+    batch for each of its stages. Reading three columns of the table is cheaper.
+
+    Returns how many rows of `df` the table held already (left out); when that is all of
+    them, nothing is written, so a replay leaves no empty commit on the table."""
+    held = insert_new_rows_of_tables(
+        spark, schema, [TableInsert(table, df, columns, key, bulk=bulk, holds_none=holds_none)])
+    return held[table]
 
 
 def insert_new_rows_of_tables(
     spark: SparkSession, schema: str, inserts: Sequence[TableInsert], threads: int | None = None
-) -> None:
+) -> dict[str, int]:
     """insert_new_rows for several tables: the bulk ones one after the other, then the
     plain ones `threads` (default WRITE_THREADS) at a time. Only inserts under the same
     session settings may overlap, as Hudi reads them from the session. Every insert runs
-    to its end; then the first error, if any, is raised."""
+    to its end; then the first error, if any, is raised. Returns {table: rows it held
+    already}."""
+    held: dict[str, int] = {}
     bulk = [insert for insert in inserts if insert.bulk]
     if bulk:
         with session_settings(spark, write_settings(True)):
             for insert in bulk:
-                _insert_new_rows(spark, insert, schema)
+                held[insert.table] = _insert_new_rows(spark, insert, schema)
     plain = [insert for insert in inserts if not insert.bulk]
     if not plain:
-        return
+        return held
     with session_settings(spark, write_settings(False)):
         if len(plain) == 1:  # no thread for a single insert (the quarantine, the ledger)
-            _insert_new_rows(spark, plain[0], schema)
-            return
+            held[plain[0].table] = _insert_new_rows(spark, plain[0], schema)
+            return held
         with ThreadPoolExecutor(max_workers=min(threads or WRITE_THREADS, len(plain))) as pool:
-            futures = [pool.submit(_insert_new_rows, spark, insert, schema) for insert in plain]
-    errors = [error for error in (future.exception() for future in futures) if error is not None]
+            futures = [(insert.table, pool.submit(_insert_new_rows, spark, insert, schema)) for insert in plain]
+    errors = [error for error in (future.exception() for _, future in futures) if error is not None]
     if errors:
         raise errors[0]
+    held.update((table, future.result()) for table, future in futures)
+    return held
 
 
-def _insert_new_rows(spark: SparkSession, insert: TableInsert, schema: str) -> None:
-    """One table's insert, under settings the caller holds."""
+def _insert_new_rows(spark: SparkSession, insert: TableInsert, schema: str) -> int:
+    """One table's insert, under settings the caller holds; returns the rows of the
+    insert's df the table held already. Writes nothing when it held every one."""
     table, df = insert.table, insert.df
-    new = df if insert.holds_none else _without_known_keys(spark.table(qualified(schema, table)), df, insert.key)
+    if insert.holds_none:
+        new, held = df, 0
+    else:
+        new, held = _without_known_keys(spark.table(qualified(schema, table)), df, insert.key)
+        if held and (held == insert.rows if insert.rows is not None else new.isEmpty()):
+            log.info("%s.%s holds every row of this batch already: nothing written", schema, table)
+            return held
     view = f"_ingest_{schema}_{table}"
     new.createOrReplaceTempView(view)
     column_list = ", ".join(quote(name) for name, _ in insert.columns)
@@ -214,13 +231,17 @@ def _insert_new_rows(spark: SparkSession, insert: TableInsert, schema: str) -> N
         spark.sql(f"INSERT INTO {qualified(schema, table)} SELECT {column_list} FROM {quote(view)}")
     finally:
         spark.catalog.dropTempView(view)
+    return held
 
 
-def _without_known_keys(table: DataFrame, df: DataFrame, key: list[str]) -> DataFrame:
+def _without_known_keys(table: DataFrame, df: DataFrame, key: list[str]) -> tuple[DataFrame, int]:
+    """The rows of `df` whose key `table` does not hold, and how many keys of `df` it
+    holds (one row per key on both sides: bronze and the batches are keyed)."""
     known = within_key_bounds(table.select(*key), df, key).join(df.select(*key), key, "left_semi")
+    held = known.count()
     # Usually none (only replays find some): then the batch goes in as it is, without the
     # anti-join's shuffle and sort of every row of it.
-    return df if known.isEmpty() else df.join(known, key, "left_anti")
+    return (df, 0) if held == 0 else (df.join(known, key, "left_anti"), held)
 
 
 def within_key_bounds(table: DataFrame, batch: DataFrame, key: list[str]) -> DataFrame:

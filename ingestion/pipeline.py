@@ -55,8 +55,9 @@ class IngestConfig:
 
 @dataclass
 class TableSummary:
-    """Counts for one bronze table. events_read counts every line (= landed + quarantined +
-    tombstones); landed counts accepted records, of which a replay's are dropped by key."""
+    """Counts for one bronze table. events_read counts every line (= landed + held +
+    quarantined + tombstones); landed counts the records this run added to bronze, held
+    the accepted records bronze held already (a replay's), which it left out."""
 
     table: str  # bronze table, or `(unmappable: <topic>)`
     topic: str
@@ -66,6 +67,7 @@ class TableSummary:
     quarantined: int = 0
     tombstones: int = 0
     key_checked: bool = False
+    held: int = 0
 
 
 @dataclass
@@ -73,6 +75,7 @@ class RunSummary:
     tables: list[TableSummary] = field(default_factory=list)
     files_skipped: int = 0  # already in the ledger
     batches: int | None = None  # Kafka runs: micro-batches processed (files are not used)
+    reprocess: bool = False  # the ledger was ignored: the files were read again
 
     @property
     def quarantined(self) -> int:
@@ -82,17 +85,24 @@ class RunSummary:
         return next(t for t in self.tables if t.table == name)
 
     def render(self) -> str:
-        header = ("table", "files", "events read", "landed", "quarantined", "tombstones", "key check")
+        header = ("table", "files", "events read", "landed", "quarantined", "tombstones", "key check", "held already")
         kafka = self.batches is not None
         rows = [
             (t.table, "-" if kafka else str(t.files), str(t.events_read), str(t.landed), str(t.quarantined), str(t.tombstones),
-             "yes" if t.key_checked else "no (not in sources yml)")
+             "yes" if t.key_checked else "no (not in sources yml)", str(t.held))
             for t in self.tables
         ]
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
         lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header, *rows]]
+        held = sum(t.held for t in self.tables)
         if kafka:
             totals = f"{len(self.tables)} table(s), {self.batches} micro-batch(es) from Kafka, {self.quarantined} quarantined"
+        elif self.reprocess:
+            totals = (
+                f"{len(self.tables)} table(s), {sum(t.files for t in self.tables)} file(s) read again (--reprocess), "
+                f"{sum(t.landed for t in self.tables)} record(s) added, {held} held already, "
+                f"{self.quarantined} quarantined"
+            )
         else:
             totals = (
                 f"{len(self.tables)} table(s), {sum(t.files for t in self.tables)} new file(s), "
@@ -164,7 +174,7 @@ def _run(spark: SparkSession, config: IngestConfig) -> RunSummary:
     if config.reprocess:
         done = set()
     new_files = _reject_table_collisions([f for f in files if f.uri not in done], landed_topics)
-    summary = RunSummary(files_skipped=len(files) - len(new_files))
+    summary = RunSummary(files_skipped=len(files) - len(new_files), reprocess=config.reprocess)
     if not new_files:
         log.info("no new files under %s (%d already ingested)", config.input_uri, summary.files_skipped)
         return summary
@@ -268,7 +278,9 @@ def write_tables(
     `shared_offsets`: some files of the batch cover the same offsets (extract.share_offsets;
     a Kafka micro-batch never does). `input_bytes`: sink file bytes (a Kafka micro-batch:
     record value bytes) per table, which pick bulk_insert for large shares (load.use_bulk_insert).
-    `created`: tables the caller already ensured, {table: created by that call}."""
+    `created`: tables the caller already ensured, {table: created by that call}.
+    Each of `counts` gets its landed and held set to what its bronze insert added and
+    left out as held already."""
     if any(t.quarantined for t in counts):
         quarantine_created = load.ensure_table(
             spark, schema, QUARANTINE_TABLE, transform.QUARANTINE_COLUMNS, transform.QUARANTINE_KEY)
@@ -284,15 +296,19 @@ def write_tables(
             was_created = created[table]
         else:
             was_created = load.ensure_table(spark, schema, table, transform.BRONZE_COLUMNS, transform.BRONZE_KEY)
-        if any(t.table == table and t.landed for t in counts):
+        landed = sum(t.landed for t in counts if t.table == table)
+        if landed:
             bronze = transform.to_bronze(classified, table, ingested_at)
             if shared_offsets:
                 bronze = transform.one_row_per_key(bronze)
             bulk = load.use_bulk_insert((input_bytes or {}).get(table))
             inserts.append(
                 load.TableInsert(table, bronze, transform.BRONZE_COLUMNS, transform.BRONZE_KEY, bulk=bulk,
-                                 holds_none=was_created))
-    load.insert_new_rows_of_tables(spark, schema, inserts)
+                                 holds_none=was_created, rows=None if shared_offsets else landed))
+    held = load.insert_new_rows_of_tables(spark, schema, inserts)
+    for entry in counts:
+        entry.held = held.get(entry.table, 0)
+        entry.landed -= entry.held
 
 
 def _input_bytes(files: list[extract.SourceFile]) -> dict[str, int]:
@@ -339,4 +355,5 @@ def _write_ledger(
         rows.append((f.topic, f.uri, *counts, ingested_at))
     ddl = ", ".join(f"{name} {kind}" for name, kind in load.LEDGER_COLUMNS)
     ledger = spark.createDataFrame(rows, ddl).select(*[F.col(n) for n, _ in load.LEDGER_COLUMNS])
-    load.insert_new_rows(spark, ledger, schema, LEDGER_TABLE, load.LEDGER_COLUMNS, load.LEDGER_KEY, holds_none=holds_none)
+    load.insert_new_rows_of_tables(spark, schema, [load.TableInsert(
+        LEDGER_TABLE, ledger, load.LEDGER_COLUMNS, load.LEDGER_KEY, holds_none=holds_none, rows=len(rows))])

@@ -148,7 +148,7 @@ def test_a_large_micro_batch_lands_with_bulk_insert_and_a_replay_adds_nothing(sp
 
     def spy(spark, table_insert, schema):  # noqa: ANN001, ANN202
         calls.append((table_insert.table, table_insert.bulk))
-        insert(spark, table_insert, schema)
+        return insert(spark, table_insert, schema)
 
     monkeypatch.setattr(load, "_insert_new_rows", spy)
     landed = land_from_kafka(spark, kafka, "gen_kafka_bulk", run_dir / "checkpoints" / "generator-bulk")

@@ -16,7 +16,7 @@ from ingestion import load
 from ingestion.cli import main
 from ingestion.extract import SourceFile, share_offsets
 from ingestion.pipeline import IngestConfig, RunSummary, created_alongside, run
-from tests.support.lakehouse import drop_schemas
+from tests.support.lakehouse import drop_schemas, table_folder
 
 SCHEMA = "bronze_it_pipeline"
 
@@ -234,6 +234,12 @@ def counts(spark) -> dict[str, int]:
     return {t: spark.table(f"`{SCHEMA}`.`{t}`").count() for t in tables}
 
 
+def timeline(spark, table: str) -> list[str]:
+    """The completed instants on a table's Hudi timeline (a write adds one)."""
+    folder = table_folder(spark, SCHEMA, table) / ".hoodie"
+    return sorted(p.name for p in folder.rglob("*") if p.suffix in (".commit", ".deltacommit", ".replacecommit"))
+
+
 def test_rerun_new_file_and_replay(spark, sink, first_run):
     args = ["--input", str(sink), "--bronze-schema", SCHEMA, "--sources-yml", str(sink.parent / "sources.yml")]
     before = counts(spark)
@@ -254,11 +260,18 @@ def test_rerun_new_file_and_replay(spark, sink, first_run):
     bad = rows(spark, "_quarantine", "_offset DESC NULLS LAST")[0]
     assert (bad["_offset"], bad["_source_line"], bad["raw"]) == (111, 2, "{bad")
 
-    # Replay ignoring the ledger (as after a crash before the ledger write): keys drop every duplicate.
+    # Replay ignoring the ledger (as after a crash before the ledger write): keys drop every
+    # duplicate, the summary says so, and no table gets a commit that adds nothing.
+    commits = {t: timeline(spark, t) for t in after}
     replay = run(spark, IngestConfig(input_uri=str(sink), bronze_schema=SCHEMA, topics=r"pg\.public\.actor",
                                      sources_yml=sink.parent / "sources.yml", reprocess=True))
     assert [t.table for t in replay.tables] == ["pg_public_actor"]
     assert counts(spark) == after
+    actor = replay.table("pg_public_actor")
+    assert (actor.landed, actor.held) == (0, after["pg_public_actor"])
+    assert replay.render().splitlines()[-1].startswith(
+        f"1 table(s), {actor.files} file(s) read again (--reprocess), 0 record(s) added, {actor.held} held already")
+    assert {t: timeline(spark, t) for t in after} == commits
 
 
 def _file(topic: str, partition: int | None, start: int | None, error: str | None = None) -> SourceFile:
@@ -317,7 +330,7 @@ def test_large_shares_land_with_bulk_insert(spark, sink, first_run, monkeypatch)
 
     def spy(spark, table_insert, schema):  # noqa: ANN001, ANN202
         calls.append((table_insert.table, table_insert.bulk))
-        insert(spark, table_insert, schema)
+        return insert(spark, table_insert, schema)
 
     monkeypatch.setattr(load, "_insert_new_rows", spy)
     schema = "bronze_it_bulk"
