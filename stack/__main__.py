@@ -43,6 +43,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  mariadb   127.0.0.1:{info.mariadb_port} (socket {info.mariadb_socket}), database movies_db")
             print(f"  kafka     {info.kafka_bootstrap}")
             print(f"  connect   {info.connect_url}")
+            if "s3" in info.components:
+                print(f"  s3        {info.s3_endpoint}, bucket {info.s3_bucket} (s3a://{info.s3_bucket}/...; "
+                      "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY from the environment or s3-credentials.env)")
             print(f"  logs      {info.logs_dir}")
             print(f"  credentials: {info.stack_dir / 'credentials.env'} unless CDC_* variables are set")
         elif args.command == "down":

@@ -22,11 +22,14 @@ from .errors import StackError
 from .kafka import Kafka
 from .mariadb import MariaDB
 from .postgres import Postgres
+from .s3 import S3Server
 from .proc import stack_processes
 from .settings import CONNECTOR_CONFIGS, DEBEZIUM_VERSION, HOST, KAFKA_VERSION, Settings, load_settings
 from .templates import render_text
 
-COMPONENTS = ("postgres", "mariadb", "kafka", "connect")
+COMPONENTS = ("postgres", "mariadb", "kafka", "connect", "s3")
+# The bucket `up` creates in the object store (sink files and lakehouses on s3a://).
+S3_BUCKET = "lakehouse"
 PG_CONNECTOR = "io.debezium.connector.postgresql.PostgresConnector"
 
 
@@ -60,6 +63,10 @@ class StackInfo:
     """``pymysql.connect(**args)``: the Debezium user over 127.0.0.1 (password inside)."""
     kafka_bootstrap: str
     connect_url: str
+    s3_endpoint: str
+    s3_bucket: str
+    s3_env: dict[str, str] = field(repr=False)
+    """What a Spark process needs to use the object store (contains the secret: do not log)."""
     versions: dict[str, str] = field(default_factory=dict)
 
 
@@ -101,6 +108,9 @@ def info(components: Iterable[str] | None = None) -> StackInfo:
         mariadb_debezium_connect_args=maria.debezium_connect_args(creds),
         kafka_bootstrap=settings.kafka_bootstrap,
         connect_url=settings.connect_url,
+        s3_endpoint=S3Server(settings).endpoint,
+        s3_bucket=S3_BUCKET,
+        s3_env=S3Server(settings).spark_env(),
         versions={
             "kafka": KAFKA_VERSION,
             "debezium": DEBEZIUM_VERSION,
@@ -133,6 +143,8 @@ def up(components: Iterable[str] | None = None) -> StackInfo:
         Kafka(settings).start()
     if "connect" in wanted:
         Connect(settings).start(creds)
+    if "s3" in wanted:
+        S3Server(settings).start((S3_BUCKET,))
     return info(wanted)
 
 
@@ -140,7 +152,7 @@ def down(purge: bool = False) -> None:
     """Stop everything the stack started (safe when nothing runs); ``purge`` deletes its dir."""
     settings = load_settings()
     errors: list[str] = []
-    for service in (Connect(settings), Kafka(settings), MariaDB(settings), Postgres(settings)):
+    for service in (S3Server(settings), Connect(settings), Kafka(settings), MariaDB(settings), Postgres(settings)):
         try:
             service.stop()
         except StackError as exc:
@@ -166,9 +178,10 @@ def status() -> dict[str, Any]:
     pg, maria, kafka, connect = Postgres(settings), MariaDB(settings), Kafka(settings), Connect(settings)
     ports = {
         "postgres": settings.pg_port, "mariadb": settings.mariadb_port,
-        "kafka": settings.kafka_port, "connect": settings.connect_port,
+        "kafka": settings.kafka_port, "connect": settings.connect_port, "s3": settings.s3_port,
     }
-    for name, service in (("postgres", pg), ("mariadb", maria), ("kafka", kafka), ("connect", connect)):
+    for name, service in (("postgres", pg), ("mariadb", maria), ("kafka", kafka), ("connect", connect),
+                          ("s3", S3Server(settings))):
         pid = service.pid()
         result[name] = {
             "running": pid is not None and service.running(),

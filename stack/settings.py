@@ -9,6 +9,7 @@
 | ``CDC_MARIADB_PORT`` | 23306 |
 | ``CDC_KAFKA_PORT`` / ``CDC_KAFKA_CONTROLLER_PORT`` | 29092 / 29093 |
 | ``CDC_CONNECT_PORT`` | 28083 |
+| ``CDC_S3_PORT`` | 29000 (S3Proxy, ``stack/s3.py``) |
 | ``CDC_PG_BINDIR`` | the newest ``/usr/lib/postgresql/<n>/bin`` |
 """
 
@@ -41,6 +42,7 @@ DEFAULT_PORTS = {
     "CDC_KAFKA_PORT": 29092,
     "CDC_KAFKA_CONTROLLER_PORT": 29093,
     "CDC_CONNECT_PORT": 28083,
+    "CDC_S3_PORT": 29000,
 }
 
 
@@ -94,6 +96,7 @@ class Settings:
     kafka_port: int
     controller_port: int
     connect_port: int
+    s3_port: int
 
     @property
     def logs_dir(self) -> Path:
@@ -171,4 +174,5 @@ def load_settings() -> Settings:
         kafka_port=_port("CDC_KAFKA_PORT"),
         controller_port=_port("CDC_KAFKA_CONTROLLER_PORT"),
         connect_port=_port("CDC_CONNECT_PORT"),
+        s3_port=_port("CDC_S3_PORT"),
     )
