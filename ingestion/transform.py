@@ -26,6 +26,7 @@ OPS_TEXT = ", ".join(OPS)
 STATUS_LANDED = "landed"
 STATUS_QUARANTINED = "quarantined"
 STATUS_TOMBSTONE = "tombstone"
+STATUS_SKIPPED = "skipped"
 
 SHAPE_ENVELOPE = "envelope"
 SHAPE_FLATTENED = "flattened"
@@ -199,6 +200,8 @@ def parse_records(lines: DataFrame) -> DataFrame:
             # A Kafka tombstone (null value) shows up as an empty line, `null`, or a wrapper with a null payload.
             "_tombstone":
                 (trimmed == "") | (trimmed == "null") | (F.col("_wrapped") & F.col("_outer")["payload"].isNull()),
+            # Its JSON text only: parsed (for its name) just for records without an op.
+            "_value_schema": F.when(F.col("_wrapped"), F.col("_outer")["schema"]),
         })
         # Debezium envelopes always carry `op`; a missing `op` next to before/after/source is still an envelope.
         .withColumn(
@@ -253,12 +256,52 @@ def extract_change_fields(records: DataFrame) -> DataFrame:
     )
 
 
+def _without_op_skip(m: Column) -> Column:
+    """What a record without any op is when Debezium sends it besides the change events
+    (transaction metadata, a schema change, a heartbeat): the reason it is skipped, else null."""
+    transaction = (
+        m["status"].isin("BEGIN", "END") & _has_key(m, "id")
+        & (_has_key(m, "event_count") | _has_key(m, "data_collections"))
+    )
+    schema_change = _has_key(m, "ddl") & (_has_key(m, "databaseName") | _has_key(m, "tableChanges"))
+    heartbeat = (F.size(m) == 1) & _has_key(m, "ts_ms")
+    return (
+        F.when(transaction, F.format_string("Debezium transaction metadata (%s), skipped", m["status"]))
+        .when(schema_change, F.lit("Debezium schema change (DDL), skipped"))
+        .when(heartbeat, F.lit("Debezium heartbeat, skipped"))
+    )
+
+
+def _without_op_reason(m: Column, key_columns: Column) -> Column:
+    """Why a record without any op that is not a row is quarantined: it looks like a Kafka
+    record key (by its JsonConverter schema's name, or, schemaless, holding exactly the
+    declared key columns and no `__` field) or it is empty; else null (a flattened row)."""
+    schema_name = F.from_json(F.col("_value_schema"), "struct<name:string>")["name"]
+    fields = F.map_keys(m)
+    only_key = (
+        key_columns.isNotNull()
+        & ~F.exists(fields, lambda k: k.startswith("__"))
+        & (F.array_sort(fields) == F.array_sort(key_columns))
+    )
+    hint = "are the sink's keys written into its value files?"
+    return (
+        F.when(F.coalesce(schema_name.endswith(".Key"), F.lit(False)), F.format_string(
+            f"a Kafka record key, not a change event (JsonConverter schema '%s'): {hint}", schema_name))
+        .when(only_key, F.format_string(
+            f"a Kafka record key, not a change event (only the primary key column(s) [%s], no op): {hint}",
+            F.array_join(key_columns, ", ")))
+        .when(F.size(m) == 0, F.lit("empty JSON object: no op and no row fields"))
+    )
+
+
 def classify(records: DataFrame, primary_keys: dict[str, list[str]], max_record_bytes: int = MAX_RECORD_BYTES) -> DataFrame:
-    """Add `_status` (landed | quarantined | tombstone) and the quarantine `reason`.
+    """Add `_status` (landed | quarantined | tombstone | skipped) and the `reason` (why a
+    record is quarantined or skipped).
 
     `primary_keys` maps topic -> key columns; topics not in it are not key-checked.
-    First matching problem wins: file-level error, oversized record, malformed JSON, bad
-    op, missing key."""
+    First matching problem wins: file-level error, oversized record, malformed JSON, a
+    record without op that is skipped (transaction metadata, schema change, heartbeat) or
+    is no row (a record key, an empty object), bad op, missing key."""
     m = F.col("m")
     envelope = F.col("_shape") == SHAPE_ENVELOPE
     op_ok = F.col("_op").isin(*OPS)
@@ -291,6 +334,9 @@ def classify(records: DataFrame, primary_keys: dict[str, list[str]], max_record_
     )
     # `t` (truncate) has no row and no key; a flattened record without __op is a plain row.
     key_reason = F.when(F.coalesce(F.col("_op"), F.lit("")) != "t", key_reason)
+    # Neither `op` nor `__op` (an envelope without op already has its reason).
+    without_op = ~envelope & m["__op"].isNull()
+    skip = F.when(without_op, _without_op_skip(m))
 
     size = F.octet_length("line")
     reason = (
@@ -299,22 +345,25 @@ def classify(records: DataFrame, primary_keys: dict[str, list[str]], max_record_
             f"record of %d bytes is over the limit of {max_record_bytes} bytes (--max-record-bytes)", size))
         .when(F.col("_tombstone"), F.lit(None))
         .when(m.isNull(), F.lit(MALFORMED))
-        .otherwise(F.coalesce(op_reason, key_reason))
+        .when(F.col("_skip").isNotNull(), F.col("_skip"))
+        .otherwise(F.coalesce(F.when(without_op, _without_op_reason(m, key_columns)), op_reason, key_reason))
     )
     status = (
         F.when(F.col("_file_error").isNotNull(), F.lit(STATUS_QUARANTINED))
         .when(F.col("_tombstone"), F.lit(STATUS_TOMBSTONE))
-        .when(F.col("reason").isNotNull(), F.lit(STATUS_QUARANTINED))
-        .otherwise(F.lit(STATUS_LANDED))
+        .when(F.col("reason").isNull(), F.lit(STATUS_LANDED))
+        .when(F.col("reason") == F.col("_skip"), F.lit(STATUS_SKIPPED))
+        .otherwise(F.lit(STATUS_QUARANTINED))
     )
     return (
         # Parsed only where the key is checked (not for tombstones or oversized records).
         records.withColumn(
             "_key_image", F.when(key_columns.isNotNull() & ~F.col("_tombstone") & (size <= max_record_bytes), image)
         )
+        .withColumn("_skip", skip)
         .withColumn("reason", reason)
         .withColumn("_status", status)
-        .drop("_key_image")
+        .drop("_key_image", "_skip")
     )
 
 
@@ -364,7 +413,8 @@ def to_quarantine(classified: DataFrame, ingested_at: datetime) -> DataFrame:
 
 
 # The counts of file_stats and split_stats: lines, and lines of each status.
-STATUS_COUNTS = ["lines", *(status + "_count" for status in (STATUS_LANDED, STATUS_QUARANTINED, STATUS_TOMBSTONE))]
+STATUS_COUNTS = ["lines", *(status + "_count" for status in (
+    STATUS_LANDED, STATUS_QUARANTINED, STATUS_TOMBSTONE, STATUS_SKIPPED))]
 
 
 def status_counts() -> list[Column]:
@@ -374,7 +424,7 @@ def status_counts() -> list[Column]:
         return F.sum(F.when(F.col("_status") == status, 1).otherwise(0)).cast("bigint").alias(status + "_count")
 
     return [F.count(F.lit(1)).cast("bigint").alias("lines"), count(STATUS_LANDED), count(STATUS_QUARANTINED),
-            count(STATUS_TOMBSTONE)]
+            count(STATUS_TOMBSTONE), count(STATUS_SKIPPED)]
 
 
 def file_stats(classified: DataFrame, by: str = "_source_file") -> DataFrame:

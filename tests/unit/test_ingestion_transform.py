@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -122,4 +123,66 @@ def test_shapes_and_tombstones(spark):
         (None, None, None, "quarantined", "malformed JSON or not a JSON object"),
         (None, None, None, "quarantined", "malformed JSON or not a JSON object"),
         ("envelope", None, None, "quarantined", "missing op (expected one of c, u, d, r, t)"),
+    ]
+
+
+def classify_lines(spark, lines: list[tuple[str, str]], keys: dict[str, list[str]]) -> list[tuple]:
+    """(topic, line) pairs through transform.prepare: (status, op, deleted, reason) per line."""
+    df = spark.createDataFrame([(i, t, line) for i, (t, line) in enumerate(lines)],
+                               "_line_index int, _topic string, line string")
+    df = df.withColumn("_file_error", transform.F.lit(None).cast("string"))
+    return [(r["_status"], r["_op"], r["_deleted"], r["reason"])
+            for r in transform.prepare(df, keys).orderBy("_line_index").collect()]
+
+
+TX_BEGIN = {"status": "BEGIN", "id": "571:53195829", "event_count": None, "data_collections": None,
+            "ts_ms": 1700000000000}
+TX_END = {"status": "END", "id": "571:53195829", "event_count": 2, "ts_ms": 1700000000100,
+          "data_collections": [{"data_collection": "pagila.public.actor", "event_count": 2}]}
+DDL = {"source": {"server": "mariadb", "db": "movies_db", "file": "mariadb-bin.000001", "pos": 4242, "row": 0},
+       "ts_ms": 1700000000200, "databaseName": "movies_db", "schemaName": None,
+       "ddl": "alter table movies add column country varchar(60)",
+       "tableChanges": [{"type": "ALTER", "id": "\"movies_db\".\"movies\"", "table": {"columns": []}}]}
+KEY_SCHEMA = {"type": "struct", "optional": False, "name": "pagila.public.actor.Key",
+              "fields": [{"field": "id", "type": "int32", "optional": False}]}
+
+
+def test_records_without_an_op(spark):
+    """Transaction metadata, schema changes and heartbeats are skipped (counted by status);
+    record keys and empty objects are quarantined saying what they look like; rows of the
+    ExtractNewRecordState shape without `__op` still land, `__deleted` ones as deletes."""
+    j = json.dumps
+    got = classify_lines(spark, [
+        ("s.transaction", j(TX_BEGIN)),                                        # 0 unkeyed topic
+        ("s.transaction", j(TX_END)),                                          # 1
+        ("t", j({"schema": {"name": "io.debezium.connector.common.TransactionMetadataValue"},
+                 "payload": TX_BEGIN})),                                       # 2 wrapped, keyed topic
+        ("mariadb", j(DDL)),                                                   # 3 schema change
+        ("t", j(DDL)),                                                         # 4 ... in a keyed topic
+        ("t", j({"ts_ms": 1700000000300})),                                    # 5 heartbeat
+        ("t", j({"schema": KEY_SCHEMA, "payload": {"id": 7}})),                # 6 record key, JsonConverter
+        ("t", j({"id": 7})),                                                   # 7 record key, schemaless
+        ("u", j({})),                                                          # 8 empty object
+        ("t", j({"id": 8, "name": "row"})),                                    # 9 flattened row, no __ fields
+        ("t", j({"id": 9, "name": "row", "__lsn": 5})),                        # 10 add.fields without op
+        ("t", j({"id": 9, "name": "row", "__deleted": "true"})),               # 11 rewrite without op
+        ("u", j({"a": 1})),                                                    # 12 unkeyed flattened row
+    ], {"t": ["id"]})
+    key = ("a Kafka record key, not a change event (JsonConverter schema 'pagila.public.actor.Key'): "
+           "are the sink's keys written into its value files?")
+    assert got == [
+        ("skipped", None, None, "Debezium transaction metadata (BEGIN), skipped"),
+        ("skipped", None, None, "Debezium transaction metadata (END), skipped"),
+        ("skipped", None, None, "Debezium transaction metadata (BEGIN), skipped"),
+        ("skipped", None, None, "Debezium schema change (DDL), skipped"),
+        ("skipped", None, None, "Debezium schema change (DDL), skipped"),
+        ("skipped", None, None, "Debezium heartbeat, skipped"),
+        ("quarantined", None, None, key),
+        ("quarantined", None, None, "a Kafka record key, not a change event (only the primary key column(s) [id], "
+                                    "no op): are the sink's keys written into its value files?"),
+        ("quarantined", None, None, "empty JSON object: no op and no row fields"),
+        ("landed", None, None, None),  # _deleted null: silver reads it as false
+        ("landed", None, None, None),
+        ("landed", "d", True, None),
+        ("landed", None, None, None),
     ]
