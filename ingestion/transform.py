@@ -178,22 +178,45 @@ def _has_key(m: Column, key: str) -> Column:
     return F.array_contains(F.map_keys(m), key)
 
 
+TRAILING_TEXT = ("more than one JSON value on the line (text after the first JSON object): "
+                 "a line must hold exactly one record")
+
+
+def _line_values(line: str) -> Column:
+    """The line parsed as the elements of a JSON array (`[` line `]`): from_json stops after
+    the first JSON value and ignores what follows, but inside an array Jackson requires a
+    comma or `]` after each element, so `{...} {...}` or `{...} junk` fails to parse and
+    `{...}, {...}` gives two elements. Null unless the line ends with `}` (an object)."""
+    return F.when(F.rtrim(line).endswith("}"), F.from_json(F.concat(F.lit("["), F.col(line), F.lit("]")),
+                                                          "array<" + MAP + ">"))
+
+
+def _exactly_one_object(line: str, values: Column) -> Column:
+    """The line's JSON object when the line holds exactly that one value, else null.
+
+    The array parse misses one case: a `]` right after the first object closes the array
+    early (`{...}] {...}`), and Jackson ignores what follows the array. Lines with a `]`
+    are also read as the value of a one-key object (`{"v":` line `}`), which the same `]`
+    makes invalid (only a `}` could close that early, and the array parse rejects that)."""
+    in_object = F.json_object_keys(F.concat(F.lit('{"v":'), F.col(line), F.lit("}")))
+    single = (F.size(values) == 1) & (~F.col(line).contains("]") | (F.size(in_object) == 1))
+    return F.when(single, values[0])
+
+
 def parse_records(lines: DataFrame) -> DataFrame:
     """Parse each line, unwrap JsonConverter `{schema, payload}` and decide the shape.
 
     Adds `m` (the record as map<string,string>, null when not a JSON object),
     `_tombstone` and `_shape`."""
-    # from_json stops after the first JSON value, so `{...} trailing junk` would parse: an
-    # object line must also end with `}`.
-    outer = F.when(F.rtrim("line").endswith("}"), F.from_json("line", MAP))
-    # By column, not as `outer` again: each copy of the expression parses the line again.
+    # By column, not as an expression again: each copy of the expression parses the line again.
     parsed = F.col("_outer")
     wrapped = parsed.isNotNull() & (F.size(parsed) == 2) & _has_key(parsed, "schema") & _has_key(parsed, "payload")
     trimmed = F.trim("line")
     # Columns in one withColumns per step that reads the step before: each withColumn
     # call analyzes the whole plan again (docs/performance.md).
     return (
-        lines.withColumn("_outer", outer)
+        lines.withColumn("_values", _line_values("line"))
+        .withColumn("_outer", _exactly_one_object("line", F.col("_values")))
         .withColumn("_wrapped", F.coalesce(wrapped, F.lit(False)))
         .withColumns({
             "m": F.when(F.col("_wrapped"), F.from_json(F.col("_outer")["payload"], MAP)).otherwise(F.col("_outer")),
@@ -212,7 +235,7 @@ def parse_records(lines: DataFrame) -> DataFrame:
                 F.lit(SHAPE_ENVELOPE),
             ).when(F.col("m").isNotNull(), F.lit(SHAPE_FLATTENED)),
         )
-        .drop("_outer", "_wrapped")
+        .drop("_values", "_outer", "_wrapped")
     )
 
 
@@ -344,6 +367,8 @@ def classify(records: DataFrame, primary_keys: dict[str, list[str]], max_record_
         .when(size > max_record_bytes, F.format_string(
             f"record of %d bytes is over the limit of {max_record_bytes} bytes (--max-record-bytes)", size))
         .when(F.col("_tombstone"), F.lit(None))
+        # The first value is an object (its keys parse) but the line holds more.
+        .when(m.isNull() & F.json_object_keys("line").isNotNull(), F.lit(TRAILING_TEXT))
         .when(m.isNull(), F.lit(MALFORMED))
         .when(F.col("_skip").isNotNull(), F.col("_skip"))
         .otherwise(F.coalesce(F.when(without_op, _without_op_reason(m, key_columns)), op_reason, key_reason))

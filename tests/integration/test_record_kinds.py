@@ -44,6 +44,10 @@ ACTOR_LINES: list[tuple[str, tuple]] = [
                                                   "column(s) [actor_id], no op): are the sink's keys written into "
                                                   "its value files?")),
     (json.dumps({"actor_id": 3, "first_name": "FLAT"}), ("landed", None)),  # flattened row without __op
+    # two records on one line: neither lands (the delete would be lost if the first did)
+    (json.dumps(envelope("c", 11, None, {"actor_id": 4})) + " " + json.dumps(envelope("d", 12, {"actor_id": 4}, None)),
+     ("quarantined", "more than one JSON value on the line (text after the first JSON object): "
+                     "a line must hold exactly one record")),
 ]
 TX_LINES = [json.dumps(TX_BEGIN), json.dumps(TX_END)]
 
@@ -93,4 +97,7 @@ def test_bronze_and_quarantine_rows(spark, landed):
     ledger = [tuple(r) for r in spark.sql(
         f"select _source_file, lines, landed, quarantined, tombstones from {SCHEMA}._ingested_files "
         "order by _source_file").collect()]
-    assert sorted(ledger) == sorted([(files[ACTOR], 4, 2, 1, 0), (files[TX], 2, 0, 0, 0)])
+    outcomes = [outcome[0] for _, outcome in ACTOR_LINES]
+    assert sorted(ledger) == sorted([
+        (files[ACTOR], len(ACTOR_LINES), outcomes.count("landed"), outcomes.count("quarantined"), 0),
+        (files[TX], 2, 0, 0, 0)])

@@ -121,7 +121,7 @@ def test_shapes_and_tombstones(spark):
         (None, None, None, "tombstone", None),
         (None, None, None, "tombstone", None),
         (None, None, None, "quarantined", "malformed JSON or not a JSON object"),
-        (None, None, None, "quarantined", "malformed JSON or not a JSON object"),
+        (None, None, None, "quarantined", transform.TRAILING_TEXT),
         ("envelope", None, None, "quarantined", "missing op (expected one of c, u, d, r, t)"),
     ]
 
@@ -186,3 +186,24 @@ def test_records_without_an_op(spark):
         ("landed", "d", True, None),
         ("landed", None, None, None),
     ]
+
+
+def test_a_line_is_exactly_one_json_value(spark):
+    """Text after the first JSON object (a second record, junk) quarantines the line whole:
+    landing the first object would drop the rest silently."""
+    lines = [
+        '{"id":1,"__op":"c"} {"id":1,"__op":"d","__deleted":"true"}',  # 0 two records
+        '{"id":2,"__op":"c"} junk }',  # 1
+        '{"id":3,"__op":"c"}, {"id":4,"__op":"c"}',  # 2
+        '{"id":5,"__op":"c"}] {"id":6,"__op":"c"}',  # 3
+        '{"id":5,"__op":"c"}}',  # 4
+        '{"id":7,"__op":"c"}  ',  # 5 trailing blanks are no value
+        '{"id":8,"__op":"c","a":"} {","b":[1,{"c":"]"}]}',  # 6 brackets inside strings and arrays
+        '{"schema":{"fields":[{"field":"id"}]},"payload":{"id":9,"__op":"c"}}',  # 7 JsonConverter wrapper
+        '{"id":6} trailing',  # 8
+    ]
+    got = classify_lines(spark, [("t", line) for line in lines], {"t": ["id"]})
+    two = ("more than one JSON value on the line (text after the first JSON object): "
+           "a line must hold exactly one record")
+    assert got == [("quarantined", None, None, two)] * 5 + [("landed", "c", False, None)] * 3 + [
+        ("quarantined", None, None, two)]
