@@ -334,6 +334,9 @@ def classify(records: DataFrame, primary_keys: dict[str, list[str]], max_record_
         .when(envelope & ~op_ok, F.format_string(f"unknown op '%s' (expected one of {OPS_TEXT})", m["op"]))
         .when(~envelope & m["__op"].isNotNull() & ~op_ok,
               F.format_string(f"unknown __op '%s' (expected one of {OPS_TEXT})", m["__op"]))
+        # Read as "not deleted", any other spelling would land a deleted row as live.
+        .when(~envelope & m["__deleted"].isNotNull() & ~m["__deleted"].isin("true", "false"),
+              F.format_string('field __deleted is \'%s\' (expected "true" or "false")', m["__deleted"]))
     )
 
     # Key columns as data (not Python branching) so one plan serves every topic.

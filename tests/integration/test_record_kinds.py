@@ -48,6 +48,8 @@ ACTOR_LINES: list[tuple[str, tuple]] = [
     (json.dumps(envelope("c", 11, None, {"actor_id": 4})) + " " + json.dumps(envelope("d", 12, {"actor_id": 4}, None)),
      ("quarantined", "more than one JSON value on the line (text after the first JSON object): "
                      "a line must hold exactly one record")),
+    (json.dumps({"actor_id": 5, "__op": "d", "__deleted": "TRUE"}),
+     ("quarantined", 'field __deleted is \'TRUE\' (expected "true" or "false")')),
 ]
 TX_LINES = [json.dumps(TX_BEGIN), json.dumps(TX_END)]
 

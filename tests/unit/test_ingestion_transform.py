@@ -207,3 +207,24 @@ def test_a_line_is_exactly_one_json_value(spark):
            "a line must hold exactly one record")
     assert got == [("quarantined", None, None, two)] * 5 + [("landed", "c", False, None)] * 3 + [
         ("quarantined", None, None, two)]
+
+
+def test_deleted_flag_must_be_true_or_false(spark):
+    """A flattened `__deleted` other than "true"/"false" is quarantined naming field and value
+    (`TRUE` landed as a live row: the delete was lost)."""
+    lines = [
+        '{"id":1,"__deleted":"TRUE"}',
+        '{"id":2,"__op":"d","__deleted":"yes"}',
+        '{"id":3,"__op":"u","__deleted":1}',
+        '{"id":4,"__deleted":"true"}',
+        '{"id":5,"__op":"u","__deleted":"false"}',
+        '{"id":6,"__op":"u","__deleted":null}',
+    ]
+    got = classify_lines(spark, [("t", line) for line in lines], {"t": ["id"]})
+
+    def bad(value: str) -> tuple:
+        return ("quarantined", None, None, f'field __deleted is \'{value}\' (expected "true" or "false")')
+
+    assert [(s, None, None, r) if s == "quarantined" else (s, op, d, r) for s, op, d, r in got] == [
+        bad("TRUE"), bad("yes"), bad("1"),
+        ("landed", "d", True, None), ("landed", "u", False, None), ("landed", "u", False, None)]
