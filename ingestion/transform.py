@@ -276,7 +276,58 @@ def extract_change_fields(records: DataFrame) -> DataFrame:
                 F.when(envelope, m["source"]).otherwise(F.to_json(F.map_filter(m, lambda k, v: k.startswith("__")))),
         })
         .drop("_src")
+        .transform(fill_key_from_record_key)
     )
+
+
+def _merged(image: Column, key: Column) -> Column:
+    """The row image with the key's fields where the image lacks them or holds null."""
+    return F.map_concat(
+        F.map_filter(image, lambda k, v: v.isNotNull() | key[k].isNull()),
+        F.map_filter(key, lambda k, v: image[k].isNull()),
+    )
+
+
+def fill_key_from_record_key(records: DataFrame) -> DataFrame:
+    """A delete whose row image lacks its key (PostgreSQL without REPLICA IDENTITY FULL or
+    a primary key sends `before: null`) gets the key's fields from the Kafka record key
+    in `_key` (its JSON text, JsonConverter wrapper or not), so silver can delete the row.
+    Adds `_key_filled`; without a `_key` column (sink files without key files) nothing changes."""
+    if "_key" not in records.columns:
+        return records.withColumn("_key_filled", F.lit(False))
+    m = F.col("m")
+    envelope = F.col("_shape") == SHAPE_ENVELOPE
+    outer = F.from_json(F.col("_key"), MAP)
+    wrapped = (F.size(outer) == 2) & _has_key(outer, "schema") & _has_key(outer, "payload")
+    key_text = F.when(wrapped, outer["payload"]).otherwise(F.col("_key"))
+    # Parsed only for deletes, in a column of its own (used several times below).
+    with_key = records.withColumn(
+        "_key_fields", F.when(F.coalesce(F.col("_deleted"), F.lit(False)) & m.isNotNull(), F.from_json(key_text, MAP)))
+    key = F.col("_key_fields")
+    image = F.when(envelope, F.from_json(F.col("_before"), MAP)).otherwise(
+        F.map_filter(m, lambda k, v: ~k.startswith("__")))
+    lacks = F.exists(F.map_keys(key), lambda k: image[k].isNull())
+    fill = F.coalesce(key.isNotNull() & (F.size(key) > 0) & lacks, F.lit(False))
+    envelope_before = F.when(F.col("_before").isNull(), key_text).otherwise(F.to_json(_merged(image, key)))
+    return (
+        with_key.withColumn("_key_filled", fill)
+        .withColumns({
+            "_before": F.when(F.col("_key_filled") & envelope, envelope_before).otherwise(F.col("_before")),
+            "_after": F.when(F.col("_key_filled") & ~envelope, F.to_json(_merged(image, key)))
+            .otherwise(F.col("_after")),
+        })
+        .drop("_key_fields")
+    )
+
+
+KEY_LOST_WITHOUT_RECORD_KEY = (
+    ": the delete's key was lost upstream and no Kafka record key was read (no `.keys.json` file beside "
+    "the sink file); write the keys with `store.kafka.keys=true` on the S3 sink, or give the source "
+    "table a full before image (`ALTER TABLE ... REPLICA IDENTITY FULL`, or DEFAULT with a primary key)")
+KEY_LOST_WITH_RECORD_KEY = (
+    ": the delete's key was lost upstream and its Kafka record key is null or lacks it too; give the "
+    "source table a full before image (`ALTER TABLE ... REPLICA IDENTITY FULL`, or DEFAULT with a "
+    "primary key)")
 
 
 def _without_op_skip(m: Column) -> Column:
@@ -345,17 +396,19 @@ def classify(records: DataFrame, primary_keys: dict[str, list[str]], max_record_
     image_name = F.when(~envelope, F.lit("row fields")).when(F.col("_op") == "d", F.lit("before")).otherwise(F.lit("after"))
     # The image is parsed in a column of its own (below): inlined here it would be parsed
     # again for every key column and once more for the message.
-    image = F.when(~envelope, m).otherwise(
-        F.from_json(F.when(F.col("_op") == "d", m["before"]).otherwise(m["after"]), MAP)
+    image = F.when(~envelope, F.when(F.col("_key_filled"), F.from_json(F.col("_after"), MAP)).otherwise(m)).otherwise(
+        F.from_json(F.when(F.col("_op") == "d", F.col("_before")).otherwise(F.col("_after")), MAP)
     )
     missing = F.filter(key_columns, lambda c: F.coalesce(F.col("_key_image")[c].isNull(), F.lit(True)))
+    key_lost = KEY_LOST_WITH_RECORD_KEY if "_key" in records.columns else KEY_LOST_WITHOUT_RECORD_KEY
     key_reason = F.when(
         key_columns.isNotNull() & (F.size(missing) > 0),
         F.format_string(
-            "primary key column(s) [%s] missing or null in row image `%s` (op '%s')",
+            "primary key column(s) [%s] missing or null in row image `%s` (op '%s')%s",
             F.array_join(missing, ", "),
             image_name,
             F.coalesce(F.col("_op"), F.lit("none")),
+            F.when(F.coalesce(F.col("_deleted"), F.lit(False)), F.lit(key_lost)).otherwise(F.lit("")),
         ),
     )
     # `t` (truncate) has no row and no key; a flattened record without __op is a plain row.
@@ -391,7 +444,9 @@ def classify(records: DataFrame, primary_keys: dict[str, list[str]], max_record_
         .withColumn("_skip", skip)
         .withColumn("reason", reason)
         .withColumn("_status", status)
-        .drop("_key_image", "_skip")
+        # A delete quarantined for its key only: a record key read later can still land it.
+        .withColumn("_key_lost", F.coalesce((F.col("reason") == key_reason) & F.col("_deleted"), F.lit(False)))
+        .drop("_key_image", "_skip", "_key_filled")
     )
 
 
@@ -402,7 +457,7 @@ def prepare(lines: DataFrame, primary_keys: dict[str, list[str]], max_record_byt
 
 # What the writes, the per-file counts and the log samples read from a classified batch.
 LANDING_COLUMNS = [name for name, _ in BRONZE_COLUMNS if name not in ("_ingested_at", *LINE_POSITION)] + [
-    "_table", "_status", "reason"]
+    "_table", "_status", "reason", "_key_lost"]
 
 
 def for_landing(classified: DataFrame, position: list[str] = LINE_POSITION) -> DataFrame:
@@ -413,6 +468,22 @@ def for_landing(classified: DataFrame, position: list[str] = LINE_POSITION) -> D
     and the raw line of every record it holds about a third of the bytes."""
     raw = F.when(F.col("_status") == STATUS_QUARANTINED, F.col("line")).alias("raw")
     return classified.select(*position, *LANDING_COLUMNS, raw)
+
+
+def with_record_keys(
+    placed: DataFrame, keys: DataFrame, primary_keys: dict[str, list[str]], max_record_bytes: int = MAX_RECORD_BYTES
+) -> DataFrame:
+    """Placed rows of for_landing (LINE_POSITION) with the deletes quarantined for a lost key
+    (`_key_lost`) classified again with their record key from `keys` (`_source_file`,
+    `_offset`, `_key`: key_files.read_keys); they land when the key has the key columns.
+    `_rekeyed` marks the rows classified again."""
+    lost = placed.where(F.col("_key_lost"))
+    again = lost.join(keys, ["_source_file", "_offset"], "left").select(
+        *LINE_POSITION, "_source_file", "_topic", "_partition", "_table", F.col("raw").alias("line"),
+        F.lit(None).cast("string").alias("_file_error"), "_key")
+    classified = for_landing(prepare(again, primary_keys, max_record_bytes)).withColumn("_rekeyed", F.lit(True))
+    return placed.where(~F.col("_key_lost")).withColumn("_rekeyed", F.lit(False)).unionByName(
+        classified, allowMissingColumns=True)
 
 
 def _stamped(df: DataFrame, columns: list[tuple[str, str]], ingested_at: datetime) -> DataFrame:

@@ -228,3 +228,43 @@ def test_deleted_flag_must_be_true_or_false(spark):
     assert [(s, None, None, r) if s == "quarantined" else (s, op, d, r) for s, op, d, r in got] == [
         bad("TRUE"), bad("yes"), bad("1"),
         ("landed", "d", True, None), ("landed", "u", False, None), ("landed", "u", False, None)]
+
+
+def test_a_delete_without_its_key_takes_it_from_the_record_key(spark):
+    """A delete whose row image lacks the key lands with the key from the Kafka record key
+    (`_key`, as kafka_source.to_lines gives it); without one it is quarantined saying how to
+    fix the source."""
+    src = {"lsn": 10, "ts_ms": 1}
+    j = json.dumps
+    key_schema = {"type": "struct", "name": "pagila.public.actor.Key", "fields": []}
+    rows = [
+        (j({"before": None, "after": None, "source": src, "op": "d"}), j({"id": 1})),  # 0
+        (j({"before": None, "after": None, "source": src, "op": "d"}),
+         j({"schema": key_schema, "payload": {"id": 2}})),  # 1 JsonConverter key
+        (j({"before": {"id": None, "name": "x"}, "after": None, "source": src, "op": "d"}), j({"id": 3})),  # 2
+        (j({"id": None, "__op": "d", "__deleted": "true"}), j({"id": 4})),  # 3 flattened
+        (j({"before": None, "after": None, "source": src, "op": "d"}), None),  # 4 no record key
+        (j({"before": {"id": 6}, "after": None, "source": src, "op": "d"}), j({"id": 60})),  # 5 image wins
+    ]
+    df = spark.createDataFrame([(i, "t", line, key) for i, (line, key) in enumerate(rows)],
+                               "_line_index int, _topic string, line string, _key string")
+    df = df.withColumn("_file_error", transform.F.lit(None).cast("string"))
+    def parsed(text: str | None) -> dict | None:
+        return json.loads(text) if text else None
+
+    got = [(r["_status"], parsed(r["_before"]), parsed(r["_after"]), r["reason"])
+           for r in transform.prepare(df, {"t": ["id"]}).orderBy("_line_index").collect()]
+    assert got == [
+        ("landed", {"id": 1}, None, None),
+        ("landed", {"id": 2}, None, None),
+        ("landed", {"name": "x", "id": "3"}, None, None),
+        ("landed", None, {"id": "4"}, None),
+        ("quarantined", None, None, "primary key column(s) [id] missing or null in row image `before` (op 'd')"
+                                    + transform.KEY_LOST_WITH_RECORD_KEY),
+        ("landed", {"id": 6}, None, None),
+    ]
+    # sink files without key files: the reason names both fixes
+    no_key = transform.prepare(df.drop("_key").where("_line_index = 0"), {"t": ["id"]}).first()
+    assert (no_key["_status"], no_key["reason"]) == (
+        "quarantined",
+        "primary key column(s) [id] missing or null in row image `before` (op 'd')" + transform.KEY_LOST_WITHOUT_RECORD_KEY)
