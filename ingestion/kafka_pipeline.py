@@ -62,6 +62,7 @@ def _merge(summary: RunSummary, batch: list[TableSummary]) -> None:
         known.held += entry.held
         known.quarantined += entry.quarantined
         known.tombstones += entry.tombstones
+        known.skipped += entry.skipped
     summary.tables.sort(key=lambda t: t.table)
 
 
@@ -156,6 +157,7 @@ def _batch_counts(
             entry.landed = row["landed_count"]
             entry.quarantined = row["quarantined_count"]
             entry.tombstones = row["tombstone_count"]
+            entry.skipped = row["skipped_count"]
         result.append(entry)
     return result
 

@@ -66,7 +66,8 @@ def default_checkpoint(lakehouse_dir: Path, bronze_schema: str, source: KafkaSou
 
 
 def read_stream(spark: SparkSession, source: KafkaSource) -> DataFrame:
-    """The raw Kafka records (topic, partition, offset, value as text) as a streaming DataFrame."""
+    """The raw Kafka records (topic, partition, offset, value and key as text) as a streaming
+    DataFrame; the key fills in a delete whose value lacks it (transform.fill_key_from_record_key)."""
     reader = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", source.bootstrap_servers)
@@ -84,6 +85,7 @@ def read_stream(spark: SparkSession, source: KafkaSource) -> DataFrame:
         F.col("partition").cast("int").alias("_partition"),
         F.col("offset").cast("bigint").alias("_offset"),
         F.col("value").cast("string").alias("value"),
+        F.col("key").cast("string").alias("key"),
     )
 
 
@@ -131,5 +133,6 @@ def to_lines(records: DataFrame, tables: dict[str, tuple[str | None, str | None]
         "_table",
         "_file_error",
         F.coalesce(F.col("value"), F.lit("")).alias("line"),
+        *([F.col("key").alias("_key")] if "key" in records.columns else []),
     )
 

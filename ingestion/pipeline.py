@@ -56,8 +56,10 @@ class IngestConfig:
 @dataclass
 class TableSummary:
     """Counts for one bronze table. events_read counts every line (= landed + held +
-    quarantined + tombstones); landed counts the records this run added to bronze, held
-    the accepted records bronze held already (a replay's), which it left out."""
+    quarantined + tombstones + skipped); landed counts the records this run added to
+    bronze, held the accepted records bronze held already (a replay's), which it left out;
+    skipped counts Debezium's records that are no row change (transaction metadata,
+    schema changes, heartbeats: transform.STATUS_SKIPPED)."""
 
     table: str  # bronze table, or `(unmappable: <topic>)`
     topic: str
@@ -68,6 +70,7 @@ class TableSummary:
     tombstones: int = 0
     key_checked: bool = False
     held: int = 0
+    skipped: int = 0
 
 
 @dataclass
@@ -85,11 +88,12 @@ class RunSummary:
         return next(t for t in self.tables if t.table == name)
 
     def render(self) -> str:
-        header = ("table", "files", "events read", "landed", "quarantined", "tombstones", "key check", "held already")
+        header = ("table", "files", "events read", "landed", "quarantined", "tombstones", "skipped", "key check",
+                  "held already")
         kafka = self.batches is not None
         rows = [
             (t.table, "-" if kafka else str(t.files), str(t.events_read), str(t.landed), str(t.quarantined), str(t.tombstones),
-             "yes" if t.key_checked else "no (not in sources yml)", str(t.held))
+             str(t.skipped), "yes" if t.key_checked else "no (not in sources yml)", str(t.held))
             for t in self.tables
         ]
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
@@ -339,6 +343,7 @@ def _summarize(files: list[extract.SourceFile], stats: dict, key_map: dict[str, 
             entry.landed += row["landed_count"]
             entry.quarantined += row["quarantined_count"]
             entry.tombstones += row["tombstone_count"]
+            entry.skipped += row["skipped_count"]
     return [tables[name] for name in sorted(tables)]
 
 
@@ -346,7 +351,8 @@ def _write_ledger(
     spark: SparkSession, schema: str, files: list[extract.SourceFile], stats: dict, ingested_at: datetime,
     holds_none: bool,
 ) -> None:
-    """Last write of a run: these files are done. `holds_none`: the ledger holds none of
+    """Last write of a run: these files are done (a file's skipped records are its lines
+    less the other counts, so the ledger's columns stay as older lakehouses have them). `holds_none`: the ledger holds none of
     them, so the insert skips its check for known keys (load.insert_new_rows)."""
     rows = []
     for f in files:

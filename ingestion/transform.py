@@ -26,6 +26,7 @@ OPS_TEXT = ", ".join(OPS)
 STATUS_LANDED = "landed"
 STATUS_QUARANTINED = "quarantined"
 STATUS_TOMBSTONE = "tombstone"
+STATUS_SKIPPED = "skipped"
 
 SHAPE_ENVELOPE = "envelope"
 SHAPE_FLATTENED = "flattened"
@@ -177,28 +178,53 @@ def _has_key(m: Column, key: str) -> Column:
     return F.array_contains(F.map_keys(m), key)
 
 
+TRAILING_TEXT = ("more than one JSON value on the line (text after the first JSON object): "
+                 "a line must hold exactly one record")
+
+
+def _line_values(line: str) -> Column:
+    """The line parsed as the elements of a JSON array (`[` line `]`): from_json stops after
+    the first JSON value and ignores what follows, but inside an array Jackson requires a
+    comma or `]` after each element, so `{...} {...}` or `{...} junk` fails to parse and
+    `{...}, {...}` gives two elements. Null unless the line ends with `}` (an object)."""
+    return F.when(F.rtrim(line).endswith("}"), F.from_json(F.concat(F.lit("["), F.col(line), F.lit("]")),
+                                                          "array<" + MAP + ">"))
+
+
+def _exactly_one_object(line: str, values: Column) -> Column:
+    """The line's JSON object when the line holds exactly that one value, else null.
+
+    The array parse misses one case: a `]` right after the first object closes the array
+    early (`{...}] {...}`), and Jackson ignores what follows the array. Lines with a `]`
+    are also read as the value of a one-key object (`{"v":` line `}`), which the same `]`
+    makes invalid (only a `}` could close that early, and the array parse rejects that)."""
+    in_object = F.json_object_keys(F.concat(F.lit('{"v":'), F.col(line), F.lit("}")))
+    single = (F.size(values) == 1) & (~F.col(line).contains("]") | (F.size(in_object) == 1))
+    return F.when(single, values[0])
+
+
 def parse_records(lines: DataFrame) -> DataFrame:
     """Parse each line, unwrap JsonConverter `{schema, payload}` and decide the shape.
 
     Adds `m` (the record as map<string,string>, null when not a JSON object),
     `_tombstone` and `_shape`."""
-    # from_json stops after the first JSON value, so `{...} trailing junk` would parse: an
-    # object line must also end with `}`.
-    outer = F.when(F.rtrim("line").endswith("}"), F.from_json("line", MAP))
-    # By column, not as `outer` again: each copy of the expression parses the line again.
+    # By column, not as an expression again: each copy of the expression parses the line again.
     parsed = F.col("_outer")
     wrapped = parsed.isNotNull() & (F.size(parsed) == 2) & _has_key(parsed, "schema") & _has_key(parsed, "payload")
     trimmed = F.trim("line")
     # Columns in one withColumns per step that reads the step before: each withColumn
     # call analyzes the whole plan again (docs/performance.md).
     return (
-        lines.withColumn("_outer", outer)
+        lines.withColumn("_values", _line_values("line"))
+        .withColumn("_outer", _exactly_one_object("line", F.col("_values")))
         .withColumn("_wrapped", F.coalesce(wrapped, F.lit(False)))
         .withColumns({
             "m": F.when(F.col("_wrapped"), F.from_json(F.col("_outer")["payload"], MAP)).otherwise(F.col("_outer")),
             # A Kafka tombstone (null value) shows up as an empty line, `null`, or a wrapper with a null payload.
             "_tombstone":
                 (trimmed == "") | (trimmed == "null") | (F.col("_wrapped") & F.col("_outer")["payload"].isNull()),
+            # Its JSON text only: parsed (for its name) just for records without an op.
+            "_value_schema": F.when(F.col("_wrapped"), F.col("_outer")["schema"]),
         })
         # Debezium envelopes always carry `op`; a missing `op` next to before/after/source is still an envelope.
         .withColumn(
@@ -209,7 +235,7 @@ def parse_records(lines: DataFrame) -> DataFrame:
                 F.lit(SHAPE_ENVELOPE),
             ).when(F.col("m").isNotNull(), F.lit(SHAPE_FLATTENED)),
         )
-        .drop("_outer", "_wrapped")
+        .drop("_values", "_outer", "_wrapped")
     )
 
 
@@ -250,15 +276,106 @@ def extract_change_fields(records: DataFrame) -> DataFrame:
                 F.when(envelope, m["source"]).otherwise(F.to_json(F.map_filter(m, lambda k, v: k.startswith("__")))),
         })
         .drop("_src")
+        .transform(fill_key_from_record_key)
+    )
+
+
+def _merged(image: Column, key: Column) -> Column:
+    """The row image with the key's fields where the image lacks them or holds null."""
+    return F.map_concat(
+        F.map_filter(image, lambda k, v: v.isNotNull() | key[k].isNull()),
+        F.map_filter(key, lambda k, v: image[k].isNull()),
+    )
+
+
+def fill_key_from_record_key(records: DataFrame) -> DataFrame:
+    """A delete whose row image lacks its key (PostgreSQL without REPLICA IDENTITY FULL or
+    a primary key sends `before: null`) gets the key's fields from the Kafka record key
+    in `_key` (its JSON text, JsonConverter wrapper or not), so silver can delete the row.
+    Adds `_key_filled`; without a `_key` column (sink files without key files) nothing changes."""
+    if "_key" not in records.columns:
+        return records.withColumn("_key_filled", F.lit(False))
+    m = F.col("m")
+    envelope = F.col("_shape") == SHAPE_ENVELOPE
+    outer = F.from_json(F.col("_key"), MAP)
+    wrapped = (F.size(outer) == 2) & _has_key(outer, "schema") & _has_key(outer, "payload")
+    key_text = F.when(wrapped, outer["payload"]).otherwise(F.col("_key"))
+    # Parsed only for deletes, in a column of its own (used several times below).
+    with_key = records.withColumn(
+        "_key_fields", F.when(F.coalesce(F.col("_deleted"), F.lit(False)) & m.isNotNull(), F.from_json(key_text, MAP)))
+    key = F.col("_key_fields")
+    image = F.when(envelope, F.from_json(F.col("_before"), MAP)).otherwise(
+        F.map_filter(m, lambda k, v: ~k.startswith("__")))
+    lacks = F.exists(F.map_keys(key), lambda k: image[k].isNull())
+    fill = F.coalesce(key.isNotNull() & (F.size(key) > 0) & lacks, F.lit(False))
+    envelope_before = F.when(F.col("_before").isNull(), key_text).otherwise(F.to_json(_merged(image, key)))
+    return (
+        with_key.withColumn("_key_filled", fill)
+        .withColumns({
+            "_before": F.when(F.col("_key_filled") & envelope, envelope_before).otherwise(F.col("_before")),
+            "_after": F.when(F.col("_key_filled") & ~envelope, F.to_json(_merged(image, key)))
+            .otherwise(F.col("_after")),
+        })
+        .drop("_key_fields")
+    )
+
+
+KEY_LOST_WITHOUT_RECORD_KEY = (
+    ": the delete's key was lost upstream and no Kafka record key was read (no `.keys.json` file beside "
+    "the sink file); write the keys with `store.kafka.keys=true` on the S3 sink, or give the source "
+    "table a full before image (`ALTER TABLE ... REPLICA IDENTITY FULL`, or DEFAULT with a primary key)")
+KEY_LOST_WITH_RECORD_KEY = (
+    ": the delete's key was lost upstream and its Kafka record key is null or lacks it too; give the "
+    "source table a full before image (`ALTER TABLE ... REPLICA IDENTITY FULL`, or DEFAULT with a "
+    "primary key)")
+
+
+def _without_op_skip(m: Column) -> Column:
+    """What a record without any op is when Debezium sends it besides the change events
+    (transaction metadata, a schema change, a heartbeat): the reason it is skipped, else null."""
+    transaction = (
+        m["status"].isin("BEGIN", "END") & _has_key(m, "id")
+        & (_has_key(m, "event_count") | _has_key(m, "data_collections"))
+    )
+    schema_change = _has_key(m, "ddl") & (_has_key(m, "databaseName") | _has_key(m, "tableChanges"))
+    heartbeat = (F.size(m) == 1) & _has_key(m, "ts_ms")
+    return (
+        F.when(transaction, F.format_string("Debezium transaction metadata (%s), skipped", m["status"]))
+        .when(schema_change, F.lit("Debezium schema change (DDL), skipped"))
+        .when(heartbeat, F.lit("Debezium heartbeat, skipped"))
+    )
+
+
+def _without_op_reason(m: Column, key_columns: Column) -> Column:
+    """Why a record without any op that is not a row is quarantined: it looks like a Kafka
+    record key (by its JsonConverter schema's name, or, schemaless, holding exactly the
+    declared key columns and no `__` field) or it is empty; else null (a flattened row)."""
+    schema_name = F.from_json(F.col("_value_schema"), "struct<name:string>")["name"]
+    fields = F.map_keys(m)
+    only_key = (
+        key_columns.isNotNull()
+        & ~F.exists(fields, lambda k: k.startswith("__"))
+        & (F.array_sort(fields) == F.array_sort(key_columns))
+    )
+    hint = "are the sink's keys written into its value files?"
+    return (
+        F.when(F.coalesce(schema_name.endswith(".Key"), F.lit(False)), F.format_string(
+            f"a Kafka record key, not a change event (JsonConverter schema '%s'): {hint}", schema_name))
+        .when(only_key, F.format_string(
+            f"a Kafka record key, not a change event (only the primary key column(s) [%s], no op): {hint}",
+            F.array_join(key_columns, ", ")))
+        .when(F.size(m) == 0, F.lit("empty JSON object: no op and no row fields"))
     )
 
 
 def classify(records: DataFrame, primary_keys: dict[str, list[str]], max_record_bytes: int = MAX_RECORD_BYTES) -> DataFrame:
-    """Add `_status` (landed | quarantined | tombstone) and the quarantine `reason`.
+    """Add `_status` (landed | quarantined | tombstone | skipped) and the `reason` (why a
+    record is quarantined or skipped).
 
     `primary_keys` maps topic -> key columns; topics not in it are not key-checked.
-    First matching problem wins: file-level error, oversized record, malformed JSON, bad
-    op, missing key."""
+    First matching problem wins: file-level error, oversized record, malformed JSON, a
+    record without op that is skipped (transaction metadata, schema change, heartbeat) or
+    is no row (a record key, an empty object), bad op, missing key."""
     m = F.col("m")
     envelope = F.col("_shape") == SHAPE_ENVELOPE
     op_ok = F.col("_op").isin(*OPS)
@@ -268,6 +385,9 @@ def classify(records: DataFrame, primary_keys: dict[str, list[str]], max_record_
         .when(envelope & ~op_ok, F.format_string(f"unknown op '%s' (expected one of {OPS_TEXT})", m["op"]))
         .when(~envelope & m["__op"].isNotNull() & ~op_ok,
               F.format_string(f"unknown __op '%s' (expected one of {OPS_TEXT})", m["__op"]))
+        # Read as "not deleted", any other spelling would land a deleted row as live.
+        .when(~envelope & m["__deleted"].isNotNull() & ~m["__deleted"].isin("true", "false"),
+              F.format_string('field __deleted is \'%s\' (expected "true" or "false")', m["__deleted"]))
     )
 
     # Key columns as data (not Python branching) so one plan serves every topic.
@@ -276,21 +396,26 @@ def classify(records: DataFrame, primary_keys: dict[str, list[str]], max_record_
     image_name = F.when(~envelope, F.lit("row fields")).when(F.col("_op") == "d", F.lit("before")).otherwise(F.lit("after"))
     # The image is parsed in a column of its own (below): inlined here it would be parsed
     # again for every key column and once more for the message.
-    image = F.when(~envelope, m).otherwise(
-        F.from_json(F.when(F.col("_op") == "d", m["before"]).otherwise(m["after"]), MAP)
+    image = F.when(~envelope, F.when(F.col("_key_filled"), F.from_json(F.col("_after"), MAP)).otherwise(m)).otherwise(
+        F.from_json(F.when(F.col("_op") == "d", F.col("_before")).otherwise(F.col("_after")), MAP)
     )
     missing = F.filter(key_columns, lambda c: F.coalesce(F.col("_key_image")[c].isNull(), F.lit(True)))
+    key_lost = KEY_LOST_WITH_RECORD_KEY if "_key" in records.columns else KEY_LOST_WITHOUT_RECORD_KEY
     key_reason = F.when(
         key_columns.isNotNull() & (F.size(missing) > 0),
         F.format_string(
-            "primary key column(s) [%s] missing or null in row image `%s` (op '%s')",
+            "primary key column(s) [%s] missing or null in row image `%s` (op '%s')%s",
             F.array_join(missing, ", "),
             image_name,
             F.coalesce(F.col("_op"), F.lit("none")),
+            F.when(F.coalesce(F.col("_deleted"), F.lit(False)), F.lit(key_lost)).otherwise(F.lit("")),
         ),
     )
     # `t` (truncate) has no row and no key; a flattened record without __op is a plain row.
     key_reason = F.when(F.coalesce(F.col("_op"), F.lit("")) != "t", key_reason)
+    # Neither `op` nor `__op` (an envelope without op already has its reason).
+    without_op = ~envelope & m["__op"].isNull()
+    skip = F.when(without_op, _without_op_skip(m))
 
     size = F.octet_length("line")
     reason = (
@@ -298,23 +423,30 @@ def classify(records: DataFrame, primary_keys: dict[str, list[str]], max_record_
         .when(size > max_record_bytes, F.format_string(
             f"record of %d bytes is over the limit of {max_record_bytes} bytes (--max-record-bytes)", size))
         .when(F.col("_tombstone"), F.lit(None))
+        # The first value is an object (its keys parse) but the line holds more.
+        .when(m.isNull() & F.json_object_keys("line").isNotNull(), F.lit(TRAILING_TEXT))
         .when(m.isNull(), F.lit(MALFORMED))
-        .otherwise(F.coalesce(op_reason, key_reason))
+        .when(F.col("_skip").isNotNull(), F.col("_skip"))
+        .otherwise(F.coalesce(F.when(without_op, _without_op_reason(m, key_columns)), op_reason, key_reason))
     )
     status = (
         F.when(F.col("_file_error").isNotNull(), F.lit(STATUS_QUARANTINED))
         .when(F.col("_tombstone"), F.lit(STATUS_TOMBSTONE))
-        .when(F.col("reason").isNotNull(), F.lit(STATUS_QUARANTINED))
-        .otherwise(F.lit(STATUS_LANDED))
+        .when(F.col("reason").isNull(), F.lit(STATUS_LANDED))
+        .when(F.col("reason") == F.col("_skip"), F.lit(STATUS_SKIPPED))
+        .otherwise(F.lit(STATUS_QUARANTINED))
     )
     return (
         # Parsed only where the key is checked (not for tombstones or oversized records).
         records.withColumn(
             "_key_image", F.when(key_columns.isNotNull() & ~F.col("_tombstone") & (size <= max_record_bytes), image)
         )
+        .withColumn("_skip", skip)
         .withColumn("reason", reason)
         .withColumn("_status", status)
-        .drop("_key_image")
+        # A delete quarantined for its key only: a record key read later can still land it.
+        .withColumn("_key_lost", F.coalesce((F.col("reason") == key_reason) & F.col("_deleted"), F.lit(False)))
+        .drop("_key_image", "_skip", "_key_filled")
     )
 
 
@@ -325,7 +457,7 @@ def prepare(lines: DataFrame, primary_keys: dict[str, list[str]], max_record_byt
 
 # What the writes, the per-file counts and the log samples read from a classified batch.
 LANDING_COLUMNS = [name for name, _ in BRONZE_COLUMNS if name not in ("_ingested_at", *LINE_POSITION)] + [
-    "_table", "_status", "reason"]
+    "_table", "_status", "reason", "_key_lost"]
 
 
 def for_landing(classified: DataFrame, position: list[str] = LINE_POSITION) -> DataFrame:
@@ -336,6 +468,22 @@ def for_landing(classified: DataFrame, position: list[str] = LINE_POSITION) -> D
     and the raw line of every record it holds about a third of the bytes."""
     raw = F.when(F.col("_status") == STATUS_QUARANTINED, F.col("line")).alias("raw")
     return classified.select(*position, *LANDING_COLUMNS, raw)
+
+
+def with_record_keys(
+    placed: DataFrame, keys: DataFrame, primary_keys: dict[str, list[str]], max_record_bytes: int = MAX_RECORD_BYTES
+) -> DataFrame:
+    """Placed rows of for_landing (LINE_POSITION) with the deletes quarantined for a lost key
+    (`_key_lost`) classified again with their record key from `keys` (`_source_file`,
+    `_offset`, `_key`: key_files.read_keys); they land when the key has the key columns.
+    `_rekeyed` marks the rows classified again."""
+    lost = placed.where(F.col("_key_lost"))
+    again = lost.join(keys, ["_source_file", "_offset"], "left").select(
+        *LINE_POSITION, "_source_file", "_topic", "_partition", "_table", F.col("raw").alias("line"),
+        F.lit(None).cast("string").alias("_file_error"), "_key")
+    classified = for_landing(prepare(again, primary_keys, max_record_bytes)).withColumn("_rekeyed", F.lit(True))
+    return placed.where(~F.col("_key_lost")).withColumn("_rekeyed", F.lit(False)).unionByName(
+        classified, allowMissingColumns=True)
 
 
 def _stamped(df: DataFrame, columns: list[tuple[str, str]], ingested_at: datetime) -> DataFrame:
@@ -364,7 +512,8 @@ def to_quarantine(classified: DataFrame, ingested_at: datetime) -> DataFrame:
 
 
 # The counts of file_stats and split_stats: lines, and lines of each status.
-STATUS_COUNTS = ["lines", *(status + "_count" for status in (STATUS_LANDED, STATUS_QUARANTINED, STATUS_TOMBSTONE))]
+STATUS_COUNTS = ["lines", *(status + "_count" for status in (
+    STATUS_LANDED, STATUS_QUARANTINED, STATUS_TOMBSTONE, STATUS_SKIPPED))]
 
 
 def status_counts() -> list[Column]:
@@ -374,7 +523,7 @@ def status_counts() -> list[Column]:
         return F.sum(F.when(F.col("_status") == status, 1).otherwise(0)).cast("bigint").alias(status + "_count")
 
     return [F.count(F.lit(1)).cast("bigint").alias("lines"), count(STATUS_LANDED), count(STATUS_QUARANTINED),
-            count(STATUS_TOMBSTONE)]
+            count(STATUS_TOMBSTONE), count(STATUS_SKIPPED)]
 
 
 def file_stats(classified: DataFrame, by: str = "_source_file") -> DataFrame:

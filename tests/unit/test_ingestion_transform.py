@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -120,6 +121,150 @@ def test_shapes_and_tombstones(spark):
         (None, None, None, "tombstone", None),
         (None, None, None, "tombstone", None),
         (None, None, None, "quarantined", "malformed JSON or not a JSON object"),
-        (None, None, None, "quarantined", "malformed JSON or not a JSON object"),
+        (None, None, None, "quarantined", transform.TRAILING_TEXT),
         ("envelope", None, None, "quarantined", "missing op (expected one of c, u, d, r, t)"),
     ]
+
+
+def classify_lines(spark, lines: list[tuple[str, str]], keys: dict[str, list[str]]) -> list[tuple]:
+    """(topic, line) pairs through transform.prepare: (status, op, deleted, reason) per line."""
+    df = spark.createDataFrame([(i, t, line) for i, (t, line) in enumerate(lines)],
+                               "_line_index int, _topic string, line string")
+    df = df.withColumn("_file_error", transform.F.lit(None).cast("string"))
+    return [(r["_status"], r["_op"], r["_deleted"], r["reason"])
+            for r in transform.prepare(df, keys).orderBy("_line_index").collect()]
+
+
+TX_BEGIN = {"status": "BEGIN", "id": "571:53195829", "event_count": None, "data_collections": None,
+            "ts_ms": 1700000000000}
+TX_END = {"status": "END", "id": "571:53195829", "event_count": 2, "ts_ms": 1700000000100,
+          "data_collections": [{"data_collection": "pagila.public.actor", "event_count": 2}]}
+DDL = {"source": {"server": "mariadb", "db": "movies_db", "file": "mariadb-bin.000001", "pos": 4242, "row": 0},
+       "ts_ms": 1700000000200, "databaseName": "movies_db", "schemaName": None,
+       "ddl": "alter table movies add column country varchar(60)",
+       "tableChanges": [{"type": "ALTER", "id": "\"movies_db\".\"movies\"", "table": {"columns": []}}]}
+KEY_SCHEMA = {"type": "struct", "optional": False, "name": "pagila.public.actor.Key",
+              "fields": [{"field": "id", "type": "int32", "optional": False}]}
+
+
+def test_records_without_an_op(spark):
+    """Transaction metadata, schema changes and heartbeats are skipped (counted by status);
+    record keys and empty objects are quarantined saying what they look like; rows of the
+    ExtractNewRecordState shape without `__op` still land, `__deleted` ones as deletes."""
+    j = json.dumps
+    got = classify_lines(spark, [
+        ("s.transaction", j(TX_BEGIN)),                                        # 0 unkeyed topic
+        ("s.transaction", j(TX_END)),                                          # 1
+        ("t", j({"schema": {"name": "io.debezium.connector.common.TransactionMetadataValue"},
+                 "payload": TX_BEGIN})),                                       # 2 wrapped, keyed topic
+        ("mariadb", j(DDL)),                                                   # 3 schema change
+        ("t", j(DDL)),                                                         # 4 ... in a keyed topic
+        ("t", j({"ts_ms": 1700000000300})),                                    # 5 heartbeat
+        ("t", j({"schema": KEY_SCHEMA, "payload": {"id": 7}})),                # 6 record key, JsonConverter
+        ("t", j({"id": 7})),                                                   # 7 record key, schemaless
+        ("u", j({})),                                                          # 8 empty object
+        ("t", j({"id": 8, "name": "row"})),                                    # 9 flattened row, no __ fields
+        ("t", j({"id": 9, "name": "row", "__lsn": 5})),                        # 10 add.fields without op
+        ("t", j({"id": 9, "name": "row", "__deleted": "true"})),               # 11 rewrite without op
+        ("u", j({"a": 1})),                                                    # 12 unkeyed flattened row
+    ], {"t": ["id"]})
+    key = ("a Kafka record key, not a change event (JsonConverter schema 'pagila.public.actor.Key'): "
+           "are the sink's keys written into its value files?")
+    assert got == [
+        ("skipped", None, None, "Debezium transaction metadata (BEGIN), skipped"),
+        ("skipped", None, None, "Debezium transaction metadata (END), skipped"),
+        ("skipped", None, None, "Debezium transaction metadata (BEGIN), skipped"),
+        ("skipped", None, None, "Debezium schema change (DDL), skipped"),
+        ("skipped", None, None, "Debezium schema change (DDL), skipped"),
+        ("skipped", None, None, "Debezium heartbeat, skipped"),
+        ("quarantined", None, None, key),
+        ("quarantined", None, None, "a Kafka record key, not a change event (only the primary key column(s) [id], "
+                                    "no op): are the sink's keys written into its value files?"),
+        ("quarantined", None, None, "empty JSON object: no op and no row fields"),
+        ("landed", None, None, None),  # _deleted null: silver reads it as false
+        ("landed", None, None, None),
+        ("landed", "d", True, None),
+        ("landed", None, None, None),
+    ]
+
+
+def test_a_line_is_exactly_one_json_value(spark):
+    """Text after the first JSON object (a second record, junk) quarantines the line whole:
+    landing the first object would drop the rest silently."""
+    lines = [
+        '{"id":1,"__op":"c"} {"id":1,"__op":"d","__deleted":"true"}',  # 0 two records
+        '{"id":2,"__op":"c"} junk }',  # 1
+        '{"id":3,"__op":"c"}, {"id":4,"__op":"c"}',  # 2
+        '{"id":5,"__op":"c"}] {"id":6,"__op":"c"}',  # 3
+        '{"id":5,"__op":"c"}}',  # 4
+        '{"id":7,"__op":"c"}  ',  # 5 trailing blanks are no value
+        '{"id":8,"__op":"c","a":"} {","b":[1,{"c":"]"}]}',  # 6 brackets inside strings and arrays
+        '{"schema":{"fields":[{"field":"id"}]},"payload":{"id":9,"__op":"c"}}',  # 7 JsonConverter wrapper
+        '{"id":6} trailing',  # 8
+    ]
+    got = classify_lines(spark, [("t", line) for line in lines], {"t": ["id"]})
+    two = ("more than one JSON value on the line (text after the first JSON object): "
+           "a line must hold exactly one record")
+    assert got == [("quarantined", None, None, two)] * 5 + [("landed", "c", False, None)] * 3 + [
+        ("quarantined", None, None, two)]
+
+
+def test_deleted_flag_must_be_true_or_false(spark):
+    """A flattened `__deleted` other than "true"/"false" is quarantined naming field and value
+    (`TRUE` landed as a live row: the delete was lost)."""
+    lines = [
+        '{"id":1,"__deleted":"TRUE"}',
+        '{"id":2,"__op":"d","__deleted":"yes"}',
+        '{"id":3,"__op":"u","__deleted":1}',
+        '{"id":4,"__deleted":"true"}',
+        '{"id":5,"__op":"u","__deleted":"false"}',
+        '{"id":6,"__op":"u","__deleted":null}',
+    ]
+    got = classify_lines(spark, [("t", line) for line in lines], {"t": ["id"]})
+
+    def bad(value: str) -> tuple:
+        return ("quarantined", None, None, f'field __deleted is \'{value}\' (expected "true" or "false")')
+
+    assert [(s, None, None, r) if s == "quarantined" else (s, op, d, r) for s, op, d, r in got] == [
+        bad("TRUE"), bad("yes"), bad("1"),
+        ("landed", "d", True, None), ("landed", "u", False, None), ("landed", "u", False, None)]
+
+
+def test_a_delete_without_its_key_takes_it_from_the_record_key(spark):
+    """A delete whose row image lacks the key lands with the key from the Kafka record key
+    (`_key`, as kafka_source.to_lines gives it); without one it is quarantined saying how to
+    fix the source."""
+    src = {"lsn": 10, "ts_ms": 1}
+    j = json.dumps
+    key_schema = {"type": "struct", "name": "pagila.public.actor.Key", "fields": []}
+    rows = [
+        (j({"before": None, "after": None, "source": src, "op": "d"}), j({"id": 1})),  # 0
+        (j({"before": None, "after": None, "source": src, "op": "d"}),
+         j({"schema": key_schema, "payload": {"id": 2}})),  # 1 JsonConverter key
+        (j({"before": {"id": None, "name": "x"}, "after": None, "source": src, "op": "d"}), j({"id": 3})),  # 2
+        (j({"id": None, "__op": "d", "__deleted": "true"}), j({"id": 4})),  # 3 flattened
+        (j({"before": None, "after": None, "source": src, "op": "d"}), None),  # 4 no record key
+        (j({"before": {"id": 6}, "after": None, "source": src, "op": "d"}), j({"id": 60})),  # 5 image wins
+    ]
+    df = spark.createDataFrame([(i, "t", line, key) for i, (line, key) in enumerate(rows)],
+                               "_line_index int, _topic string, line string, _key string")
+    df = df.withColumn("_file_error", transform.F.lit(None).cast("string"))
+    def parsed(text: str | None) -> dict | None:
+        return json.loads(text) if text else None
+
+    got = [(r["_status"], parsed(r["_before"]), parsed(r["_after"]), r["reason"])
+           for r in transform.prepare(df, {"t": ["id"]}).orderBy("_line_index").collect()]
+    assert got == [
+        ("landed", {"id": 1}, None, None),
+        ("landed", {"id": 2}, None, None),
+        ("landed", {"name": "x", "id": "3"}, None, None),
+        ("landed", None, {"id": "4"}, None),
+        ("quarantined", None, None, "primary key column(s) [id] missing or null in row image `before` (op 'd')"
+                                    + transform.KEY_LOST_WITH_RECORD_KEY),
+        ("landed", {"id": 6}, None, None),
+    ]
+    # sink files without key files: the reason names both fixes
+    no_key = transform.prepare(df.drop("_key").where("_line_index = 0"), {"t": ["id"]}).first()
+    assert (no_key["_status"], no_key["reason"]) == (
+        "quarantined",
+        "primary key column(s) [id] missing or null in row image `before` (op 'd')" + transform.KEY_LOST_WITHOUT_RECORD_KEY)
