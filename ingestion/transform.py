@@ -321,9 +321,10 @@ def fill_key_from_record_key(records: DataFrame) -> DataFrame:
 
 
 KEY_LOST_WITHOUT_RECORD_KEY = (
-    ": the delete's key was lost upstream and no Kafka record key was read (no `.keys.json` file beside "
-    "the sink file); write the keys with `store.kafka.keys=true` on the S3 sink, or give the source "
-    "table a full before image (`ALTER TABLE ... REPLICA IDENTITY FULL`, or DEFAULT with a primary key)")
+    ": the delete's key was lost upstream and sink files carry no Kafka record key (the sink's "
+    "`.keys.json` files are not read yet); give the source table a full before image (`ALTER TABLE ... "
+    "REPLICA IDENTITY FULL`, or DEFAULT with a primary key), or ingest the topic from Kafka, where the "
+    "record key fills it in")
 KEY_LOST_WITH_RECORD_KEY = (
     ": the delete's key was lost upstream and its Kafka record key is null or lacks it too; give the "
     "source table a full before image (`ALTER TABLE ... REPLICA IDENTITY FULL`, or DEFAULT with a "
@@ -444,8 +445,6 @@ def classify(records: DataFrame, primary_keys: dict[str, list[str]], max_record_
         .withColumn("_skip", skip)
         .withColumn("reason", reason)
         .withColumn("_status", status)
-        # A delete quarantined for its key only: a record key read later can still land it.
-        .withColumn("_key_lost", F.coalesce((F.col("reason") == key_reason) & F.col("_deleted"), F.lit(False)))
         .drop("_key_image", "_skip", "_key_filled")
     )
 
@@ -457,7 +456,7 @@ def prepare(lines: DataFrame, primary_keys: dict[str, list[str]], max_record_byt
 
 # What the writes, the per-file counts and the log samples read from a classified batch.
 LANDING_COLUMNS = [name for name, _ in BRONZE_COLUMNS if name not in ("_ingested_at", *LINE_POSITION)] + [
-    "_table", "_status", "reason", "_key_lost"]
+    "_table", "_status", "reason"]
 
 
 def for_landing(classified: DataFrame, position: list[str] = LINE_POSITION) -> DataFrame:
@@ -468,22 +467,6 @@ def for_landing(classified: DataFrame, position: list[str] = LINE_POSITION) -> D
     and the raw line of every record it holds about a third of the bytes."""
     raw = F.when(F.col("_status") == STATUS_QUARANTINED, F.col("line")).alias("raw")
     return classified.select(*position, *LANDING_COLUMNS, raw)
-
-
-def with_record_keys(
-    placed: DataFrame, keys: DataFrame, primary_keys: dict[str, list[str]], max_record_bytes: int = MAX_RECORD_BYTES
-) -> DataFrame:
-    """Placed rows of for_landing (LINE_POSITION) with the deletes quarantined for a lost key
-    (`_key_lost`) classified again with their record key from `keys` (`_source_file`,
-    `_offset`, `_key`: key_files.read_keys); they land when the key has the key columns.
-    `_rekeyed` marks the rows classified again."""
-    lost = placed.where(F.col("_key_lost"))
-    again = lost.join(keys, ["_source_file", "_offset"], "left").select(
-        *LINE_POSITION, "_source_file", "_topic", "_partition", "_table", F.col("raw").alias("line"),
-        F.lit(None).cast("string").alias("_file_error"), "_key")
-    classified = for_landing(prepare(again, primary_keys, max_record_bytes)).withColumn("_rekeyed", F.lit(True))
-    return placed.where(~F.col("_key_lost")).withColumn("_rekeyed", F.lit(False)).unionByName(
-        classified, allowMissingColumns=True)
 
 
 def _stamped(df: DataFrame, columns: list[tuple[str, str]], ingested_at: datetime) -> DataFrame:
