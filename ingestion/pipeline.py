@@ -72,6 +72,7 @@ class TableSummary:
 class RunSummary:
     tables: list[TableSummary] = field(default_factory=list)
     files_skipped: int = 0  # already in the ledger
+    skipped: dict[str, int] = field(default_factory=dict)  # extract.SKIP_RULES key -> entries skipped by it
     batches: int | None = None  # Kafka runs: micro-batches processed (files are not used)
 
     @property
@@ -98,7 +99,12 @@ class RunSummary:
                 f"{len(self.tables)} table(s), {sum(t.files for t in self.tables)} new file(s), "
                 f"{self.files_skipped} file(s) skipped as already ingested, {self.quarantined} quarantined"
             )
-        return "\n".join([*lines, totals])
+        return "\n".join([*lines, totals, *self._skipped_line()])
+
+    def _skipped_line(self) -> list[str]:
+        """The entries skipped by a rule (extract.SKIP_RULES), counted, if any."""
+        counts = [f"{self.skipped[rule]} {what}" for rule, what in extract.SKIP_RULES.items() if self.skipped.get(rule)]
+        return [f"skipped by rule: {', '.join(counts)}"] if counts else []
 
 
 def validate_bronze_schema(name: str) -> None:
@@ -158,13 +164,14 @@ def _run(spark: SparkSession, config: IngestConfig) -> RunSummary:
     keys = load_primary_keys(sources_yml)
     schema = config.bronze_schema
 
-    files = extract.list_source_files(spark, config.input_uri, config.topics)
+    listing = extract.list_sink(spark, config.input_uri, config.topics)
+    files = listing.files
     load.ensure_schema(spark, schema)
     done, landed_topics = load.read_ledger(spark, schema, LEDGER_TABLE)
     if config.reprocess:
         done = set()
     new_files = _reject_table_collisions([f for f in files if f.uri not in done], landed_topics)
-    summary = RunSummary(files_skipped=len(files) - len(new_files))
+    summary = RunSummary(files_skipped=len(files) - len(new_files), skipped=_count_skipped(listing.skipped))
     if not new_files:
         log.info("no new files under %s (%d already ingested)", config.input_uri, summary.files_skipped)
         return summary
@@ -206,6 +213,15 @@ def _run(spark: SparkSession, config: IngestConfig) -> RunSummary:
         finally:
             classified.unpersist()
     return summary
+
+
+def _count_skipped(skipped: list[extract.Skipped]) -> dict[str, int]:
+    """Entries per skip rule; each is logged, so the summary's counts can be traced to paths."""
+    counts: dict[str, int] = {}
+    for entry in skipped:
+        log.debug("skipped %s: %s", entry.path, extract.SKIP_RULES[entry.rule])
+        counts[entry.rule] = counts.get(entry.rule, 0) + 1
+    return counts
 
 
 def _file_stats(splits: list) -> dict[str, dict[str, int]]:

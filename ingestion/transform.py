@@ -86,9 +86,9 @@ POSITIONS_SCHEMA = "_source_file string, _block bigint, _offset_base bigint, _li
 
 def split_lines(raw: DataFrame, catalog: DataFrame) -> DataFrame:
     r"""(_source_file, _block, _row_id, line) of extract.read_lines -> the same with
-    `_line_bytes` and a `\r` before the newline dropped from `line`; plus one empty line
-    for each empty file, which Spark reads no line from (its file-level error sends it to
-    quarantine: nothing is silently skipped)."""
+    `_line_bytes` and a `\r` before the newline dropped from `line`; plus one line for
+    each file Spark reads no line from: empty for an empty file, null for a file not read
+    (their file-level error sends it to quarantine: nothing is silently skipped)."""
     lines = raw.select(
         "_source_file",
         "_block",
@@ -101,12 +101,12 @@ def split_lines(raw: DataFrame, catalog: DataFrame) -> DataFrame:
         F.when(F.col("line").endswith("\r"), F.col("line").substr(F.lit(1), F.length("line") - 1))
         .otherwise(F.col("line")).alias("line"),
     )
-    empty = catalog.where(F.col("_size") == 0).select(
+    empty = catalog.where((F.col("_size") == 0) | ~F.col("_read")).select(
         "_source_file",
         F.lit(0).cast("bigint").alias("_block"),
         F.lit(0).cast("bigint").alias("_row_id"),
         F.lit(0).alias("_line_bytes"),
-        F.lit("").alias("line"),
+        F.when(F.col("_read"), F.lit("")).alias("line"),
     )
     return lines.unionByName(empty)
 
@@ -170,7 +170,7 @@ def place_lines(lines: DataFrame, stats: Iterable[Mapping], files: Iterable[Sour
 
 def attach_file_info(lines: DataFrame, catalog: DataFrame) -> DataFrame:
     """Add topic, partition, table and file-level errors from the file list."""
-    return lines.join(F.broadcast(catalog), "_source_file", "left").drop("_start_offset", "_size")
+    return lines.join(F.broadcast(catalog), "_source_file", "left").drop("_start_offset", "_size", "_read")
 
 
 def _has_key(m: Column, key: str) -> Column:

@@ -1,0 +1,105 @@
+"""What the file listing finds under `--input`, through real runs on small files: every
+entry is landed, quarantined with a reason, or skipped by a stated rule and counted;
+names are read as literal paths; names and offsets Kafka cannot have are quarantined
+per file while the other files land."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from ingestion import extract
+from ingestion.pipeline import IngestConfig, RunSummary, run
+from tests.support.lakehouse import drop_schemas
+
+pytestmark = pytest.mark.integration
+
+INT64_MAX = 2**63 - 1
+
+
+def record(key: int, name: str) -> str:
+    return json.dumps({"before": None, "after": {"id": key, "name": name}, "source": {"lsn": key}, "op": "c"})
+
+
+def write(root: Path, topic: str, name: str, content: str | bytes, partition: str = "partition=0") -> Path:
+    folder = root / topic / partition
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return path
+
+
+def uri(path: Path) -> str:
+    """The URI Spark reports for a local file: percent-encoded as java.net.URI does."""
+    return "file:" + quote(str(path), safe="/,;:$&+=@!'()*")
+
+
+def sink_file(root: Path, topic: str, start: int, lines: list[str], partition: int = 0) -> Path:
+    return write(root, topic, f"{topic}+{partition}+{start}.json", "".join(f"{x}\n" for x in lines),
+                 f"partition={partition}")
+
+
+@pytest.fixture
+def ingest(spark, tmp_path):
+    """Runs the ingestion over `tmp_path/topics` into a schema of its own; returns
+    (summary, bronze rows of every table, quarantine rows, ledger rows)."""
+    schema = "bronze_sink_listing"
+    drop_schemas(spark, [schema])
+
+    def go() -> tuple[RunSummary, list[tuple], list[tuple], dict[str, int]]:
+        summary = run(spark, IngestConfig(input_uri=str(tmp_path / "topics"), bronze_schema=schema,
+                                          sources_yml=tmp_path / "none.yml"))
+        bronze = []
+        for table in sorted(t.table for t in summary.tables if not t.table.startswith("(")):
+            if spark.catalog.tableExists(f"{schema}.{table}"):
+                bronze += [(table, *r) for r in spark.sql(
+                    f"select _topic, _partition, _offset, _source_file, _source_line, _after "
+                    f"from `{schema}`.`{table}`").collect()]
+        quarantine = []
+        if spark.catalog.tableExists(f"{schema}._quarantine"):
+            quarantine = [tuple(r) for r in spark.sql(
+                f"select _topic, _partition, _offset, _source_file, _source_line, reason, raw "
+                f"from `{schema}`._quarantine").collect()]
+        ledger = {r[0]: r[1] for r in spark.sql(f"select _source_file, lines from `{schema}`._ingested_files").collect()}
+        return summary, sorted(bronze), sorted(quarantine, key=repr), ledger
+
+    yield go
+    drop_schemas(spark, [schema])
+
+
+def test_heartbeats_and_bookkeeping_are_skipped_and_counted_hidden_topics_quarantined(ingest, tmp_path):
+    root = tmp_path / "topics"
+    actor = sink_file(root, "pg.public.actor", 0, [record(1, "A"), record(2, "B")])
+    write(root, "pg.public.actor", "_SUCCESS", "")
+    write(root, "pg.public.actor", ".pg.public.actor+0+0.json.swp", b"\x00")
+    write(root, "pg.public.actor", "_temporary/0/part-0000", "x")
+    # Hadoop's local file system lists no checksum files at all (an object store would
+    # show this one, as bookkeeping)
+    write(root, "pg.public.actor", ".pg.public.actor+0+0.json.crc", b"crc\x00")
+    sink_file(root, "__debezium-heartbeat.pg", 0, ['{"serverName":"pg"}'] * 3)
+    sink_file(root, "__debezium-heartbeat.pg", 3, ['{"serverName":"pg"}'])
+    schemas = sink_file(root, "_schemas", 0, ['{"subject":"x"}'])
+    hidden = sink_file(root, ".hidden.topic", 5, [record(3, "C")])
+
+    summary, bronze, quarantine, ledger = ingest()
+
+    assert bronze == [
+        ("pg_public_actor", "pg.public.actor", 0, 0, uri(actor), 1, '{"id":1,"name":"A"}'),
+        ("pg_public_actor", "pg.public.actor", 0, 1, uri(actor), 2, '{"id":2,"name":"B"}'),
+    ]
+    hidden_reason = ("not read: Spark's file reader ignores files and folders whose names start with '_' or '.' "
+                     "(Hadoop's hidden files); only Debezium heartbeat topics (__debezium-heartbeat*) are skipped "
+                     "by name: rename the topic folder and its files to land them")
+    assert quarantine == sorted([
+        (".hidden.topic", 0, 5, uri(hidden), 1, hidden_reason, None),
+        ("_schemas", 0, 0, uri(schemas), 1, hidden_reason, None),
+    ], key=repr)
+    assert summary.skipped == {extract.SKIP_HEARTBEAT: 2, extract.SKIP_BOOKKEEPING: 3}
+    assert summary.quarantined == 2
+    assert ("skipped by rule: 2 file(s) of Debezium heartbeat topics, "
+            "3 Hadoop bookkeeping file(s) or folder(s) (names starting with '.' or '_')") in summary.render().splitlines()
+    # the heartbeat and bookkeeping files are not in the ledger: they are skipped (and counted) every run
+    assert ledger == {uri(actor): 2, uri(schemas): 1, uri(hidden): 1}
