@@ -44,6 +44,7 @@ HIDDEN_NOT_READ = (
     f"(Hadoop's hidden files); only Debezium heartbeat topics ({HEARTBEAT_PREFIX}*) are skipped by name: "
     "rename the topic folder and its files to land them"
 )
+GLOB_CHARACTERS = re.compile(r"([\[\]{}?*\\])")
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,11 @@ class Listing:
 def hidden(name: str) -> bool:
     """Spark's and Hadoop's rule for files they ignore."""
     return name.startswith((".", "_"))
+
+
+def literal_path(path: str) -> str:
+    """`path` escaped for Hadoop's glob syntax, which Spark applies to every path it is given."""
+    return GLOB_CHARACTERS.sub(r"\\\1", path)
 
 
 def _readable(name: str) -> bool:
@@ -119,7 +125,7 @@ def _source_file(jvm: Any, status: Any, topic: str, partition_dir: str) -> Sourc
         error = error or f"topic {topic!r} cannot be mapped to a bronze table name: {exc}"
     return SourceFile(
         uri=path.toUri().toString(),
-        read_path=path.toString(),
+        read_path=literal_path(path.toString()),
         topic=topic,
         partition=partition,
         start_offset=start_offset,
@@ -158,7 +164,7 @@ def list_sink(spark: SparkSession, input_uri: str, topics: str | None = None) ->
     """Every entry under `input_uri` (the `topics/` folder): the sink files of the topics
     whose folder name fully matches the regex `topics` (like Kafka Connect `topics.regex`;
     all when None), and what is skipped by which rule. Folders are listed one level at a
-    time."""
+    time, not globbed: a glob would read names as patterns."""
     jvm = spark._jvm  # type: ignore[attr-defined]
     root = jvm.org.apache.hadoop.fs.Path(input_uri)
     fs = root.getFileSystem(spark._jsc.hadoopConfiguration())  # type: ignore[attr-defined]

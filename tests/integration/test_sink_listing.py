@@ -103,3 +103,27 @@ def test_heartbeats_and_bookkeeping_are_skipped_and_counted_hidden_topics_quaran
             "3 Hadoop bookkeeping file(s) or folder(s) (names starting with '.' or '_')") in summary.render().splitlines()
     # the heartbeat and bookkeeping files are not in the ledger: they are skipped (and counted) every run
     assert ledger == {uri(actor): 2, uri(schemas): 1, uri(hidden): 1}
+
+
+def test_names_with_glob_characters_are_read_as_literal_paths(ingest, tmp_path):
+    """`c[d]` as a glob matches `cd` (not itself), `x?y` matches `xzy`, `p*q` matches
+    `pzzq`: each file must be read once, as itself."""
+    root = tmp_path / "topics"
+    written = {}
+    for i, topic in enumerate(["c[d]", "cd", "x?y", "xzy", "p*q", "pzzq"]):
+        lines = [record(10 * i + n, topic) for n in range(i + 1)]
+        written[topic] = (sink_file(root, topic, 100 * i, lines), lines)
+
+    summary, bronze, quarantine, ledger = ingest()
+
+    tables = {"c[d]": "c_d_", "cd": "cd", "x?y": "x_y", "xzy": "xzy", "p*q": "p_q", "pzzq": "pzzq"}
+    want = []
+    for i, (topic, (path, lines)) in enumerate(written.items()):
+        for n, text in enumerate(lines):
+            want.append((tables[topic], topic, 0, 100 * i + n, uri(path), n + 1,
+                         json.dumps(json.loads(text)["after"], separators=(",", ":"))))
+    assert bronze == sorted(want)
+    assert quarantine == []
+    assert ledger == {uri(path): len(lines) for path, lines in written.values()}
+    assert {t.topic: (t.files, t.events_read, t.landed) for t in summary.tables} == {
+        topic: (1, len(lines), len(lines)) for topic, (_, lines) in written.items()}
