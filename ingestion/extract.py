@@ -9,7 +9,7 @@ error that quarantines it) or skipped by a rule named in SKIP_RULES and counted.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from pyspark.sql import DataFrame, SparkSession
@@ -23,6 +23,10 @@ CATALOG_SCHEMA = (
     "_table string, _file_error string, _size bigint, _read boolean"
 )
 LINES_SCHEMA = "_source_file string, _block bigint, _row_id bigint, line string"
+
+# Kafka's own bounds: partitions are int32, offsets int64.
+MAX_PARTITION = 2**31 - 1
+MAX_OFFSET = 2**63 - 1
 
 # Debezium's heartbeat topics (`topic.heartbeat.prefix`, default `__debezium-heartbeat`):
 # their records carry the connector's source position, no row change.
@@ -44,6 +48,15 @@ HIDDEN_NOT_READ = (
     f"(Hadoop's hidden files); only Debezium heartbeat topics ({HEARTBEAT_PREFIX}*) are skipped by name: "
     "rename the topic folder and its files to land them"
 )
+# Characters Hadoop path strings give a meaning, which no Kafka topic name holds.
+RESERVED_CHARACTERS = ":\\{}"
+RESERVED_REASON = (
+    "holds {chars}, which Hadoop paths reserve (':' for a URI scheme, '\\' as an escape and as Windows' "
+    "separator, '{{' '}}' for glob alternatives) and no Kafka topic name holds "
+    "(legal: ASCII letters, digits, '.', '_', '-')"
+)
+# Hadoop's checksummed file systems cannot even open a path with ':' in a name.
+UNOPENABLE = ":"
 GLOB_CHARACTERS = re.compile(r"([\[\]{}?*\\])")
 
 
@@ -86,24 +99,54 @@ def literal_path(path: str) -> str:
     return GLOB_CHARACTERS.sub(r"\\\1", path)
 
 
-def _readable(name: str) -> bool:
-    """Whether Spark's text reader can read a file called `name`."""
-    return not hidden(name)
+def _name_error(path_name: str, topic_dir: str, partition_dir: str) -> str | None:
+    """Why a name that Hadoop paths reserve characters of cannot be the sink's, or None."""
+    found = sorted({c for c in topic_dir + partition_dir + path_name if c in RESERVED_CHARACTERS},
+                   key=RESERVED_CHARACTERS.index)
+    if not found:
+        return None
+    error = f"bad file name {path_name!r}: " + RESERVED_REASON.format(chars=", ".join(f"'{c}'" for c in found))
+    if any(c in UNOPENABLE for c in found):
+        error += "; not read: Hadoop cannot open it"
+    return error
+
+
+def _bounds_error(path_name: str, partition: int | None, start_offset: int | None) -> str | None:
+    if partition is not None and partition > MAX_PARTITION:
+        return f"bad file name {path_name!r}: partition {partition} is above Kafka's largest partition {MAX_PARTITION}"
+    if start_offset is not None and start_offset > MAX_OFFSET:
+        return f"bad file name {path_name!r}: start offset {start_offset} is above Kafka's largest offset {MAX_OFFSET}"
+    return None
+
+
+def _readable(name: str, names: str) -> bool:
+    """Whether Spark's text reader can read a file called `name` (in folders whose names
+    and its own are `names`)."""
+    return not hidden(name) and not any(c in UNOPENABLE for c in names)
+
+
+def _in_range(number: int | None, largest: int) -> int | None:
+    return number if number is not None and number <= largest else None
 
 
 def _describe(path_name: str, topic_dir: str, partition_dir: str) -> tuple[int | None, int | None, str | None]:
-    """(partition, start offset, error) for a file from its name and its two parent folders."""
+    """(partition, start offset, error) for a file from its name and its two parent folders;
+    numbers Kafka cannot have are None (the error says why)."""
     parsed = parse_file_name(path_name)
-    dir_partition = partition_of_dir(partition_dir)
+    dir_partition = _in_range(partition_of_dir(partition_dir), MAX_PARTITION)
     expected = f"expected {FILE_NAME_PATTERN} inside {topic_dir}/partition=<n>"
+    reserved = _name_error(path_name, topic_dir, partition_dir)
     if parsed is None:
-        return dir_partition, None, f"bad file name {path_name!r}: {expected}"
-    if parsed.topic != topic_dir or parsed.partition != dir_partition:
-        return dir_partition, None, (
+        return dir_partition, None, reserved or f"bad file name {path_name!r}: {expected}"
+    bounds = _bounds_error(path_name, parsed.partition, parsed.start_offset)
+    if bounds is not None:
+        return _in_range(parsed.partition, MAX_PARTITION), None, bounds
+    if parsed.topic != topic_dir or parsed.partition != partition_of_dir(partition_dir):
+        return dir_partition, None, reserved or (
             f"bad file name {path_name!r}: topic/partition do not match its folder "
             f"{topic_dir}/{partition_dir} ({expected})"
         )
-    return parsed.partition, parsed.start_offset, None
+    return parsed.partition, parsed.start_offset, reserved
 
 
 def _source_file(jvm: Any, status: Any, topic: str, partition_dir: str) -> SourceFile:
@@ -113,7 +156,7 @@ def _source_file(jvm: Any, status: Any, topic: str, partition_dir: str) -> Sourc
     path = jvm.org.apache.hadoop.fs.Path(status.getPath().toString())
     name = path.getName()
     partition, start_offset, error = _describe(name, topic, partition_dir)
-    read = _readable(name)
+    read = _readable(name, topic + partition_dir + name)
     if hidden(name):
         error = error or HIDDEN_NOT_READ
     if error is None and status.getLen() == 0:
@@ -192,6 +235,28 @@ def list_sink(spark: SparkSession, input_uri: str, topics: str | None = None) ->
 def list_source_files(spark: SparkSession, input_uri: str, topics: str | None = None) -> list[SourceFile]:
     """The sink files of list_sink."""
     return list_sink(spark, input_uri, topics).files
+
+
+def within_offset_range(spark: SparkSession, files: list[SourceFile]) -> list[SourceFile]:
+    """`files`, those whose last offset would pass Kafka's largest offset with a
+    file-level error (and no start offset, so no offset wraps around). A file has at most
+    as many lines as bytes, so only files starting within their size of the largest
+    offset are counted, in one small job."""
+    suspects = [f for f in files if f.read and f.error is None and f.start_offset is not None
+                and f.start_offset + f.size > MAX_OFFSET]
+    if not suspects:
+        return files
+    lines = {r["_source_file"]: r["count"] for r in read_lines(spark, suspects).groupBy("_source_file").count().collect()}
+    return [_offset_range_checked(f, lines.get(f.uri, 0)) if f in suspects else f for f in files]
+
+
+def _offset_range_checked(f: SourceFile, lines: int) -> SourceFile:
+    if f.start_offset is None or f.start_offset + lines - 1 <= MAX_OFFSET:
+        return f
+    name = re.sub(r"\\(.)", r"\1", f.read_path).rsplit("/", 1)[-1]
+    return replace(f, start_offset=None, error=(
+        f"offsets out of range: {name!r} has {lines} line(s) from start offset "
+        f"{f.start_offset}, which passes Kafka's largest offset {MAX_OFFSET}"))
 
 
 def share_offsets(files: list[SourceFile], lines: Mapping[str, int]) -> bool:

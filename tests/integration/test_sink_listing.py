@@ -127,3 +127,53 @@ def test_names_with_glob_characters_are_read_as_literal_paths(ingest, tmp_path):
     assert ledger == {uri(path): len(lines) for path, lines in written.values()}
     assert {t.topic: (t.files, t.events_read, t.landed) for t in summary.tables} == {
         topic: (1, len(lines), len(lines)) for topic, (_, lines) in written.items()}
+
+
+def test_names_and_offsets_kafka_cannot_have_are_quarantined_per_file(ingest, tmp_path):
+    root = tmp_path / "topics"
+    fine = sink_file(root, "fine", 0, [record(1, "F")])
+    colon = sink_file(root, "t:c", 0, [record(2, "C")])
+    brace = sink_file(root, "t{c}", 0, [record(3, "B")])
+    backslash = sink_file(root, "t\\c", 0, [record(4, "S")])
+    big_partition = sink_file(root, "big.part", 0, [record(5, "P")], partition=2**31)
+    big_offset = sink_file(root, "big.off", 2**63, [record(6, "O")])
+    overflow = sink_file(root, "near.max", INT64_MAX - 1, [record(7, "X"), record(8, "Y"), record(9, "Z")])
+    at_max = sink_file(root, "at.max", INT64_MAX - 2, [record(10, "M"), record(11, "N"), record(12, "O")])
+
+    summary, bronze, quarantine, ledger = ingest()
+
+    assert bronze == [
+        ("at_max", "at.max", 0, INT64_MAX - 2, uri(at_max), 1, '{"id":10,"name":"M"}'),
+        ("at_max", "at.max", 0, INT64_MAX - 1, uri(at_max), 2, '{"id":11,"name":"N"}'),
+        ("at_max", "at.max", 0, INT64_MAX, uri(at_max), 3, '{"id":12,"name":"O"}'),
+        ("fine", "fine", 0, 0, uri(fine), 1, '{"id":1,"name":"F"}'),
+    ]
+    reserved = ("holds {chars}, which Hadoop paths reserve (':' for a URI scheme, '\\' as an escape and as "
+                "Windows' separator, '{{' '}}' for glob alternatives) and no Kafka topic name holds "
+                "(legal: ASCII letters, digits, '.', '_', '-')")
+    assert quarantine == sorted([
+        ("big.off", 0, None, uri(big_offset), 1,
+         f"bad file name 'big.off+0+{2**63}.json': start offset {2**63} is above Kafka's largest offset {INT64_MAX}",
+         record(6, "O")),
+        ("big.part", None, None, uri(big_partition), 1,
+         f"bad file name 'big.part+{2**31}+0.json': partition {2**31} is above Kafka's largest partition "
+         f"{2**31 - 1}", record(5, "P")),
+        ("near.max", 0, None, uri(overflow), 1,
+         f"offsets out of range: 'near.max+0+{INT64_MAX - 1}.json' has 3 line(s) from start offset "
+         f"{INT64_MAX - 1}, which passes Kafka's largest offset {INT64_MAX}", record(7, "X")),
+        ("near.max", 0, None, uri(overflow), 2,
+         f"offsets out of range: 'near.max+0+{INT64_MAX - 1}.json' has 3 line(s) from start offset "
+         f"{INT64_MAX - 1}, which passes Kafka's largest offset {INT64_MAX}", record(8, "Y")),
+        ("near.max", 0, None, uri(overflow), 3,
+         f"offsets out of range: 'near.max+0+{INT64_MAX - 1}.json' has 3 line(s) from start offset "
+         f"{INT64_MAX - 1}, which passes Kafka's largest offset {INT64_MAX}", record(9, "Z")),
+        ("t:c", 0, 0, uri(colon), 1,
+         "bad file name 't:c+0+0.json': " + reserved.format(chars="':'") + "; not read: Hadoop cannot open it",
+         None),
+        ("t\\c", 0, 0, uri(backslash), 1, "bad file name 't\\\\c+0+0.json': " + reserved.format(chars="'\\'"),
+         record(4, "S")),
+        ("t{c}", 0, 0, uri(brace), 1, "bad file name 't{c}+0+0.json': " + reserved.format(chars="'{', '}'"),
+         record(3, "B")),
+    ], key=repr)
+    assert summary.quarantined == 8
+    assert len(ledger) == 8
