@@ -57,6 +57,14 @@ RESERVED_REASON = (
 )
 # Hadoop's checksummed file systems cannot even open a path with ':' in a name.
 UNOPENABLE = ":"
+ACCEPTED = f"accepted: JSON lines of record values (JsonFormat) named {FILE_NAME_PATTERN}"
+# Other formats and companion files of the S3 sink, by the end of their name.
+OTHER_FORMATS = {
+    ".keys.json": "record keys file (the S3 sink's store.kafka.keys)",
+    ".headers.json": "record headers file (the S3 sink's store.kafka.headers)",
+    ".avro": "Avro container file (the S3 sink's AvroFormat)",
+    ".parquet": "Parquet file (the S3 sink's ParquetFormat)",
+}
 GLOB_CHARACTERS = re.compile(r"([\[\]{}?*\\])")
 
 
@@ -119,10 +127,18 @@ def _bounds_error(path_name: str, partition: int | None, start_offset: int | Non
     return None
 
 
+def _other_format(path_name: str) -> str | None:
+    """What a file of another of the sink's formats is (it is not read), or None."""
+    for ending, what in OTHER_FORMATS.items():
+        if path_name.endswith(ending):
+            return f"{what}: not read yet; {ACCEPTED}"
+    return None
+
+
 def _readable(name: str, names: str) -> bool:
     """Whether Spark's text reader can read a file called `name` (in folders whose names
-    and its own are `names`)."""
-    return not hidden(name) and not any(c in UNOPENABLE for c in names)
+    and its own are `names`) as the JSON lines the run expects."""
+    return not hidden(name) and _other_format(name) is None and not any(c in UNOPENABLE for c in names)
 
 
 def _in_range(number: int | None, largest: int) -> int | None:
@@ -137,7 +153,7 @@ def _describe(path_name: str, topic_dir: str, partition_dir: str) -> tuple[int |
     expected = f"expected {FILE_NAME_PATTERN} inside {topic_dir}/partition=<n>"
     reserved = _name_error(path_name, topic_dir, partition_dir)
     if parsed is None:
-        return dir_partition, None, reserved or f"bad file name {path_name!r}: {expected}"
+        return dir_partition, None, reserved or _other_format(path_name) or f"bad file name {path_name!r}: {expected}"
     bounds = _bounds_error(path_name, parsed.partition, parsed.start_offset)
     if bounds is not None:
         return _in_range(parsed.partition, MAX_PARTITION), None, bounds

@@ -253,6 +253,17 @@ def extract_change_fields(records: DataFrame) -> DataFrame:
     )
 
 
+def wire_format_reason(line: Column) -> Column:
+    """The reason for a line in the Confluent wire format (magic byte 0, a 4-byte schema
+    id, then the serialized record), null for others. The id shows when its bytes are
+    ASCII: the text reader replaces bytes that are not UTF-8."""
+    id_bytes = F.substring(line, 2, 4)
+    schema_id = F.when(F.octet_length(id_bytes) == 4, F.conv(F.hex(id_bytes), 16, 10)).otherwise(F.lit("unknown"))
+    return F.when(line.startswith("\u0000") & (F.octet_length(line) >= 5), F.format_string(
+        "Confluent wire-format bytes (schema id %s): records serialized with a schema registry (Avro, Protobuf or "
+        "JSON Schema converter), not JSON; accepted: JSON lines (JsonConverter, schemas on or off)", schema_id))
+
+
 def classify(records: DataFrame, primary_keys: dict[str, list[str]], max_record_bytes: int = MAX_RECORD_BYTES) -> DataFrame:
     """Add `_status` (landed | quarantined | tombstone) and the quarantine `reason`.
 
@@ -298,7 +309,7 @@ def classify(records: DataFrame, primary_keys: dict[str, list[str]], max_record_
         .when(size > max_record_bytes, F.format_string(
             f"record of %d bytes is over the limit of {max_record_bytes} bytes (--max-record-bytes)", size))
         .when(F.col("_tombstone"), F.lit(None))
-        .when(m.isNull(), F.lit(MALFORMED))
+        .when(m.isNull(), F.coalesce(wire_format_reason(F.col("line")), F.lit(MALFORMED)))
         .otherwise(F.coalesce(op_reason, key_reason))
     )
     status = (

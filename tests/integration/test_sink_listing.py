@@ -177,3 +177,31 @@ def test_names_and_offsets_kafka_cannot_have_are_quarantined_per_file(ingest, tm
     ], key=repr)
     assert summary.quarantined == 8
     assert len(ledger) == 8
+
+
+def test_files_the_reader_does_not_take_say_what_they_are(ingest, tmp_path):
+    root = tmp_path / "topics"
+    topic = "pg.public.film"
+    avro = write(root, topic, f"{topic}+0+0.avro", b"Obj\x01\x04\x14avro.codec\x08null")
+    parquet = write(root, topic, f"{topic}+0+0.parquet", b"PAR1\x15\x04PAR1")
+    keys = write(root, topic, f"{topic}+0+0.keys.json", '{"id":1}\n')
+    wire = write(root, topic, f"{topic}+0+0.json",
+                 b"\x00\x00\x00\x00\x07\x02\x06abc\n" + record(1, "J").encode() + b"\n")
+
+    summary, bronze, quarantine, ledger = ingest()
+
+    accepted = "accepted: JSON lines of record values (JsonFormat) named <topic>+<partition>+<startOffset>.json"
+    assert bronze == [("pg_public_film", topic, 0, 1, uri(wire), 2, '{"id":1,"name":"J"}')]
+    assert quarantine == sorted([
+        (topic, 0, None, uri(avro), 1,
+         f"Avro container file (the S3 sink's AvroFormat): not read yet; {accepted}", None),
+        (topic, 0, None, uri(parquet), 1,
+         f"Parquet file (the S3 sink's ParquetFormat): not read yet; {accepted}", None),
+        (topic, 0, None, uri(keys), 1,
+         f"record keys file (the S3 sink's store.kafka.keys): not read yet; {accepted}", None),
+        (topic, 0, 0, uri(wire), 1,
+         "Confluent wire-format bytes (schema id 7): records serialized with a schema registry (Avro, Protobuf "
+         "or JSON Schema converter), not JSON; accepted: JSON lines (JsonConverter, schemas on or off)",
+         "\x00\x00\x00\x00\x07\x02\x06abc"),
+    ], key=repr)
+    assert summary.quarantined == 4
