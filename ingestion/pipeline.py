@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Mapping
 
 from pyspark import StorageLevel
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ingestion import extract, load, naming, transform
@@ -56,7 +56,9 @@ class IngestConfig:
 @dataclass
 class TableSummary:
     """Counts for one bronze table. events_read counts every line (= landed + quarantined +
-    tombstones); landed counts accepted records, of which a replay's are dropped by key."""
+    tombstones + duplicates); landed counts accepted records, of which a replay's are
+    dropped by key; duplicates: copies of an offset another file of the run holds with the
+    same record (transform.resolve_shared_offsets)."""
 
     table: str  # bronze table, or `(unmappable: <topic>)`
     topic: str
@@ -66,6 +68,7 @@ class TableSummary:
     quarantined: int = 0
     tombstones: int = 0
     key_checked: bool = False
+    duplicates: int = 0
 
 
 @dataclass
@@ -78,6 +81,10 @@ class RunSummary:
     @property
     def quarantined(self) -> int:
         return sum(t.quarantined for t in self.tables)
+
+    @property
+    def duplicates(self) -> int:
+        return sum(t.duplicates for t in self.tables)
 
     def table(self, name: str) -> TableSummary:
         return next(t for t in self.tables if t.table == name)
@@ -104,6 +111,8 @@ class RunSummary:
     def _skipped_line(self) -> list[str]:
         """The entries skipped by a rule (extract.SKIP_RULES), counted, if any."""
         counts = [f"{self.skipped[rule]} {what}" for rule, what in extract.SKIP_RULES.items() if self.skipped.get(rule)]
+        if self.duplicates:
+            counts.append(f"{self.duplicates} duplicate record(s) (an offset another file of the run holds with the same record)")
         return [f"skipped by rule: {', '.join(counts)}"] if counts else []
 
 
@@ -182,38 +191,58 @@ def _run(spark: SparkSession, config: IngestConfig) -> RunSummary:
     key_map = _key_map(new_files, keys)
     catalog = extract.catalog_frame(spark, new_files)
     lines = transform.attach_file_info(transform.split_lines(extract.read_lines(spark, new_files), catalog), catalog)
-    classified = transform.for_landing(
-        transform.prepare(lines, key_map, config.max_record_bytes), transform.SPLIT_POSITION)
+    prepared = transform.prepare(lines, key_map, config.max_record_bytes)
+    classified = transform.for_landing(prepared, transform.SPLIT_POSITION)
     input_bytes = _input_bytes(new_files)  # its keys: the bronze tables the run writes
     tables = [(name, transform.BRONZE_COLUMNS, transform.BRONZE_KEY) for name in sorted(input_bytes)]
     # The setting is read when the cache is built, at the first action: hold it until unpersist.
     with session_settings(spark, CACHE_SETTINGS), created_alongside(
         spark, schema, [*tables, (LEDGER_TABLE, load.LEDGER_COLUMNS, load.LEDGER_KEY)]
     ) as ensured:
-        classified = classified.persist(StorageLevel.MEMORY_AND_DISK)
+        cached = [classified.persist(StorageLevel.MEMORY_AND_DISK)]
         try:
             # One stage builds the cache and counts it per file split: the lines are numbered
             # from those counts, so the files are read once (docs/performance.md).
             with session_settings(spark, ONE_PASS_SETTINGS):
-                splits = transform.split_stats(classified).collect()
+                splits = transform.split_stats(cached[0]).collect()
             stats = _file_stats(splits)
+            placed = transform.place_lines(cached[0], splits, new_files)
+            if extract.share_offsets(new_files, {uri: row["lines"] for uri, row in stats.items()}):
+                cached.pop().unpersist()
+                placed, stats = _resolve_copies(spark, prepared, new_files, cached)
             summary.tables = _summarize(new_files, stats, key_map)
-            placed = transform.place_lines(classified, splits, new_files)
             samples = transform.quarantine_samples(placed, SAMPLES_PER_TOPIC).collect() if summary.quarantined else []
             log_quarantine(samples, summary)
 
-            shared_offsets = extract.share_offsets(new_files, {uri: row["lines"] for uri, row in stats.items()})
             created = ensured()
-            write_tables(
-                spark, schema, placed, set(input_bytes), summary.tables, ingested_at, shared_offsets, input_bytes,
-                created,
-            )
+            write_tables(spark, schema, placed, set(input_bytes), summary.tables, ingested_at, input_bytes=input_bytes,
+                         created=created)
             # Unless replaying, the ledger holds none of these files: they are the ones this
             # run found missing from it, and runs into a schema do not overlap (run()).
             _write_ledger(spark, schema, new_files, stats, ingested_at, created[LEDGER_TABLE] or not config.reprocess)
         finally:
-            classified.unpersist()
+            for frame in cached:
+                frame.unpersist()
     return summary
+
+
+def _resolve_copies(
+    spark: SparkSession, prepared: DataFrame, files: list[extract.SourceFile], cached: list[DataFrame]
+) -> tuple[DataFrame, dict[str, dict[str, int]]]:
+    """(placed lines, per-file counts) of a run whose files share offsets, with the copies
+    resolved (transform.resolve_shared_offsets). The first cache kept the raw line of
+    quarantined records only, and a conflicting copy goes to quarantine whole: the files
+    are read again keeping every line. The frames it caches are added to `cached`."""
+    classified = transform.for_landing(prepared, transform.SPLIT_POSITION, every_raw=True)
+    cached.append(classified.persist(StorageLevel.MEMORY_AND_DISK))
+    with session_settings(spark, ONE_PASS_SETTINGS):
+        splits = transform.split_stats(classified).collect()
+    compared = spark.createDataFrame(
+        [(f.uri,) for f in files if f.read and f.error is None and f.start_offset is not None], "_source_file string")
+    placed = transform.resolve_shared_offsets(transform.place_lines(classified, splits, files), compared)
+    cached.append(placed.persist(StorageLevel.MEMORY_AND_DISK))
+    stats = {row["_source_file"]: row.asDict() for row in transform.file_stats(placed).collect()}
+    return placed, stats
 
 
 def _count_skipped(skipped: list[extract.Skipped]) -> dict[str, int]:
@@ -277,13 +306,12 @@ def write_tables(
     tables: set[str],
     counts: list[TableSummary],
     ingested_at: datetime,
-    shared_offsets: bool = False,
     input_bytes: dict[str, int] | None = None,
     created: Mapping[str, bool] | None = None,
 ) -> None:
     """Quarantine first, then every bronze table (keyed duplicate-drop inserts).
-    `shared_offsets`: some files of the batch cover the same offsets (extract.share_offsets;
-    a Kafka micro-batch never does). `input_bytes`: sink file bytes (a Kafka micro-batch:
+    `classified` holds one landed row per key: a Kafka micro-batch, or sink files with their
+    shared offsets resolved (transform.resolve_shared_offsets). `input_bytes`: sink file bytes (a Kafka micro-batch:
     record value bytes) per table, which pick bulk_insert for large shares (load.use_bulk_insert).
     `created`: tables the caller already ensured, {table: created by that call}."""
     if any(t.quarantined for t in counts):
@@ -303,8 +331,6 @@ def write_tables(
             was_created = load.ensure_table(spark, schema, table, transform.BRONZE_COLUMNS, transform.BRONZE_KEY)
         if any(t.table == table and t.landed for t in counts):
             bronze = transform.to_bronze(classified, table, ingested_at)
-            if shared_offsets:
-                bronze = transform.one_row_per_key(bronze)
             bulk = load.use_bulk_insert((input_bytes or {}).get(table))
             inserts.append(
                 load.TableInsert(table, bronze, transform.BRONZE_COLUMNS, transform.BRONZE_KEY, bulk=bulk,
@@ -340,6 +366,7 @@ def _summarize(files: list[extract.SourceFile], stats: dict, key_map: dict[str, 
             entry.landed += row["landed_count"]
             entry.quarantined += row["quarantined_count"]
             entry.tombstones += row["tombstone_count"]
+            entry.duplicates += row["lines"] - row["landed_count"] - row["quarantined_count"] - row["tombstone_count"]
     return [tables[name] for name in sorted(tables)]
 
 

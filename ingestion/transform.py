@@ -26,6 +26,8 @@ OPS_TEXT = ", ".join(OPS)
 STATUS_LANDED = "landed"
 STATUS_QUARANTINED = "quarantined"
 STATUS_TOMBSTONE = "tombstone"
+# A copy of an offset another file of the run holds with the same record: one copy is kept.
+STATUS_DUPLICATE = "duplicate"
 
 SHAPE_ENVELOPE = "envelope"
 SHAPE_FLATTENED = "flattened"
@@ -339,13 +341,14 @@ LANDING_COLUMNS = [name for name, _ in BRONZE_COLUMNS if name not in ("_ingested
     "_table", "_status", "reason"]
 
 
-def for_landing(classified: DataFrame, position: list[str] = LINE_POSITION) -> DataFrame:
-    """The columns the landing steps read, the raw line only for quarantined records;
-    `position`: where a line sits (LINE_POSITION, or SPLIT_POSITION before place_lines).
+def for_landing(classified: DataFrame, position: list[str] = LINE_POSITION, every_raw: bool = False) -> DataFrame:
+    """The columns the landing steps read, the raw line only for quarantined records (of
+    every record with `every_raw`: resolve_shared_offsets compares them); `position`:
+    where a line sits (LINE_POSITION, or SPLIT_POSITION before place_lines).
 
     This is what a run caches between its counts and its writes: without the parsed map
     and the raw line of every record it holds about a third of the bytes."""
-    raw = F.when(F.col("_status") == STATUS_QUARANTINED, F.col("line")).alias("raw")
+    raw = (F.col("line") if every_raw else F.when(F.col("_status") == STATUS_QUARANTINED, F.col("line"))).alias("raw")
     return classified.select(*position, *LANDING_COLUMNS, raw)
 
 
@@ -357,15 +360,38 @@ def _stamped(df: DataFrame, columns: list[tuple[str, str]], ingested_at: datetim
 
 def to_bronze(classified: DataFrame, table: str, ingested_at: datetime) -> DataFrame:
     """Landed rows of one bronze table, exactly the bronze columns. One row per Kafka key
-    as long as no two of the batch's files share an offset (else see one_row_per_key)."""
+    as long as no two of the batch's files share an offset (else see resolve_shared_offsets)."""
     landed = classified.where((F.col("_status") == STATUS_LANDED) & (F.col("_table") == table))
     return _stamped(landed, BRONZE_COLUMNS, ingested_at)
 
 
-def one_row_per_key(bronze: DataFrame) -> DataFrame:
-    """One row per Kafka key (topic, partition, offset) of bronze rows from files that
-    share offsets. Only then: it shuffles and sorts every row of the batch."""
-    return bronze.dropDuplicates(BRONZE_KEY)
+CONFLICT = "conflicting copies of offset %d (topic %s, partition %d): files %s hold different records at it"
+
+
+def resolve_shared_offsets(placed: DataFrame, compared: DataFrame) -> DataFrame:
+    """Placed lines (of for_landing with `every_raw`) whose offset several files hold,
+    among the `compared` files (a `_source_file` column: files with no file-level error
+    and a start offset). Copies of one record (the same raw line; any two tombstones)
+    keep the first by file and line, the others become STATUS_DUPLICATE; copies that
+    differ are a conflict, with no telling which is right: every copy is quarantined,
+    naming the files. Only for runs whose files share offsets: it shuffles and sorts
+    the lines of the compared files."""
+    flagged = placed.join(F.broadcast(compared.withColumn("_compared", F.lit(True))), "_source_file", "left")
+    key = Window.partitionBy(*BRONZE_KEY)
+    tombstone = F.col("_status") == STATUS_TOMBSTONE
+    record = F.struct(tombstone.alias("tombstone"), F.when(~tombstone, F.col("raw")).alias("raw"))
+    copies = flagged.where(F.col("_compared")).withColumns({
+        "_conflict": F.size(F.collect_set(record).over(key)) > 1,
+        "_later": F.row_number().over(key.orderBy("_source_file", "_source_line")) > 1,
+        "_files": F.array_join(F.array_sort(F.collect_set("_source_file").over(key)), ", "),
+    })
+    resolved = copies.withColumns({
+        "_status": F.when(F.col("_conflict"), F.lit(STATUS_QUARANTINED))
+        .when(F.col("_later"), F.lit(STATUS_DUPLICATE)).otherwise(F.col("_status")),
+        "reason": F.when(F.col("_conflict"), F.format_string(
+            CONFLICT, F.col("_offset"), F.col("_topic"), F.col("_partition"), F.col("_files"))).otherwise(F.col("reason")),
+    }).drop("_conflict", "_later", "_files")
+    return resolved.unionByName(flagged.where(F.col("_compared").isNull())).drop("_compared")
 
 
 def to_quarantine(classified: DataFrame, ingested_at: datetime) -> DataFrame:
