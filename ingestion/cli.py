@@ -45,6 +45,9 @@ what it writes (Hudi COPY_ON_WRITE tables in the bronze schema):
   <schema>._ingested_files    ledger of finished files; they are skipped on later runs
   Debezium envelopes and ExtractNewRecordState-flattened records are accepted, with or
   without the JsonConverter {{schema, payload}} wrapper; tombstones are counted, not landed.
+  Skipped and counted ("skipped by rule:"): Debezium heartbeat topics (__debezium-heartbeat*),
+  Hadoop bookkeeping names (starting with . or _), ._COPYING_ uploads, entries outside
+  <topic>/partition=<n>/; identical copies of an offset in two files land once.
 
 exit codes:
   {EXIT_OK}  ok

@@ -1,14 +1,16 @@
 """Extract: list Kafka Connect S3-sink files through Hadoop FileSystem and read them with Spark.
 
 Listing goes through the JVM's Hadoop FileSystem so any URI Spark can read
-(file:, s3a:, abfs:, hdfs: ...) works the same way as a local folder.
+(file:, s3a:, abfs:, hdfs: ...) works the same way as a local folder. Every entry
+under the input is either a file to read (SourceFile, possibly with a file-level
+error that quarantines it) or skipped by a rule named in SKIP_RULES and counted.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -16,13 +18,54 @@ from pyspark.sql import functions as F
 from ingestion.errors import InputNotFoundError, TableNameError
 from ingestion.naming import FILE_NAME_PATTERN, parse_file_name, partition_of_dir, table_for_topic
 
-# <input>/<topic>/partition=<n>/<file>
-FILE_GLOB = "*/partition=*/*"
-
 CATALOG_SCHEMA = (
     "_source_file string, _topic string, _partition int, _start_offset bigint, "
-    "_table string, _file_error string, _size bigint"
+    "_table string, _file_error string, _size bigint, _read boolean"
 )
+LINES_SCHEMA = "_source_file string, _block bigint, _row_id bigint, line string"
+
+# Kafka's own bounds: partitions are int32, offsets int64.
+MAX_PARTITION = 2**31 - 1
+MAX_OFFSET = 2**63 - 1
+
+# Debezium's heartbeat topics (`topic.heartbeat.prefix`, default `__debezium-heartbeat`):
+# their records carry the connector's source position, no row change.
+HEARTBEAT_PREFIX = "__debezium-heartbeat"
+SKIP_HEARTBEAT = "heartbeat"
+SKIP_BOOKKEEPING = "bookkeeping"
+SKIP_COPYING = "copying"
+SKIP_OUTSIDE = "outside layout"
+# How the run summary names each rule's count.
+SKIP_RULES = {
+    SKIP_HEARTBEAT: "file(s) of Debezium heartbeat topics",
+    SKIP_BOOKKEEPING: "Hadoop bookkeeping file(s) or folder(s) (names starting with '.' or '_')",
+    SKIP_COPYING: "file(s) still being copied (._COPYING_)",
+    SKIP_OUTSIDE: "file(s) or folder(s) outside <topic>/partition=<n>/ (not read)",
+}
+
+HIDDEN_NOT_READ = (
+    "not read: Spark's file reader ignores files and folders whose names start with '_' or '.' "
+    f"(Hadoop's hidden files); only Debezium heartbeat topics ({HEARTBEAT_PREFIX}*) are skipped by name: "
+    "rename the topic folder and its files to land them"
+)
+# Characters Hadoop path strings give a meaning, which no Kafka topic name holds.
+RESERVED_CHARACTERS = ":\\{}"
+RESERVED_REASON = (
+    "holds {chars}, which Hadoop paths reserve (':' for a URI scheme, '\\' as an escape and as Windows' "
+    "separator, '{{' '}}' for glob alternatives) and no Kafka topic name holds "
+    "(legal: ASCII letters, digits, '.', '_', '-')"
+)
+# Hadoop's checksummed file systems cannot even open a path with ':' in a name.
+UNOPENABLE = ":"
+ACCEPTED = f"accepted: JSON lines of record values (JsonFormat) named {FILE_NAME_PATTERN}"
+# Other formats and companion files of the S3 sink, by the end of their name.
+OTHER_FORMATS = {
+    ".keys.json": "record keys file (the S3 sink's store.kafka.keys)",
+    ".headers.json": "record headers file (the S3 sink's store.kafka.headers)",
+    ".avro": "Avro container file (the S3 sink's AvroFormat)",
+    ".parquet": "Parquet file (the S3 sink's ParquetFormat)",
+}
+GLOB_CHARACTERS = re.compile(r"([\[\]{}?*\\])")
 
 
 @dataclass(frozen=True)
@@ -37,66 +80,199 @@ class SourceFile:
     table: str | None
     error: str | None  # set when every line of the file must go to quarantine
     size: int = 0  # bytes, as listed
+    read: bool = True  # False: not read at all; one quarantine row stands for the file
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """An entry under the input that is not read, and the SKIP_RULES key why."""
+
+    path: str
+    rule: str
+
+
+@dataclass
+class Listing:
+    files: list[SourceFile] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+def hidden(name: str) -> bool:
+    """Spark's and Hadoop's rule for files they ignore."""
+    return name.startswith((".", "_"))
+
+
+def literal_path(path: str) -> str:
+    """`path` escaped for Hadoop's glob syntax, which Spark applies to every path it is given."""
+    return GLOB_CHARACTERS.sub(r"\\\1", path)
+
+
+def _name_error(path_name: str, topic_dir: str, partition_dir: str) -> str | None:
+    """Why a name that Hadoop paths reserve characters of cannot be the sink's, or None."""
+    found = sorted({c for c in topic_dir + partition_dir + path_name if c in RESERVED_CHARACTERS},
+                   key=RESERVED_CHARACTERS.index)
+    if not found:
+        return None
+    error = f"bad file name {path_name!r}: " + RESERVED_REASON.format(chars=", ".join(f"'{c}'" for c in found))
+    if any(c in UNOPENABLE for c in found):
+        error += "; not read: Hadoop cannot open it"
+    return error
+
+
+def _bounds_error(path_name: str, partition: int | None, start_offset: int | None) -> str | None:
+    if partition is not None and partition > MAX_PARTITION:
+        return f"bad file name {path_name!r}: partition {partition} is above Kafka's largest partition {MAX_PARTITION}"
+    if start_offset is not None and start_offset > MAX_OFFSET:
+        return f"bad file name {path_name!r}: start offset {start_offset} is above Kafka's largest offset {MAX_OFFSET}"
+    return None
+
+
+def _other_format(path_name: str) -> str | None:
+    """What a file of another of the sink's formats is (it is not read), or None."""
+    for ending, what in OTHER_FORMATS.items():
+        if path_name.endswith(ending):
+            return f"{what}: not read yet; {ACCEPTED}"
+    return None
+
+
+def _readable(name: str, names: str) -> bool:
+    """Whether Spark's text reader can read a file called `name` (in folders whose names
+    and its own are `names`) as the JSON lines the run expects."""
+    return not hidden(name) and _other_format(name) is None and not any(c in UNOPENABLE for c in names)
+
+
+def _in_range(number: int | None, largest: int) -> int | None:
+    return number if number is not None and number <= largest else None
 
 
 def _describe(path_name: str, topic_dir: str, partition_dir: str) -> tuple[int | None, int | None, str | None]:
-    """(partition, start offset, error) for a file from its name and its two parent folders."""
+    """(partition, start offset, error) for a file from its name and its two parent folders;
+    numbers Kafka cannot have are None (the error says why)."""
     parsed = parse_file_name(path_name)
-    dir_partition = partition_of_dir(partition_dir)
+    dir_partition = _in_range(partition_of_dir(partition_dir), MAX_PARTITION)
     expected = f"expected {FILE_NAME_PATTERN} inside {topic_dir}/partition=<n>"
+    reserved = _name_error(path_name, topic_dir, partition_dir)
     if parsed is None:
-        return dir_partition, None, f"bad file name {path_name!r}: {expected}"
-    if parsed.topic != topic_dir or parsed.partition != dir_partition:
-        return dir_partition, None, (
+        return dir_partition, None, reserved or _other_format(path_name) or f"bad file name {path_name!r}: {expected}"
+    bounds = _bounds_error(path_name, parsed.partition, parsed.start_offset)
+    if bounds is not None:
+        return _in_range(parsed.partition, MAX_PARTITION), None, bounds
+    if parsed.topic != topic_dir or parsed.partition != partition_of_dir(partition_dir):
+        return dir_partition, None, reserved or (
             f"bad file name {path_name!r}: topic/partition do not match its folder "
             f"{topic_dir}/{partition_dir} ({expected})"
         )
-    return parsed.partition, parsed.start_offset, None
+    return parsed.partition, parsed.start_offset, reserved
 
 
-def list_source_files(spark: SparkSession, input_uri: str, topics: str | None = None) -> list[SourceFile]:
-    """All sink files under `input_uri` (the `topics/` folder), optionally only topics
-    whose folder name fully matches the regex `topics` (like Kafka Connect `topics.regex`)."""
+def _source_file(jvm: Any, status: Any, topic: str, partition_dir: str) -> SourceFile:
+    """The SourceFile of a listed file in <topic>/<partition_dir>/."""
+    # Parsed again from its text, as Spark does with the paths it reads: a listing's
+    # `file:///x` becomes `file:/x`, the form `_metadata.file_path` reports.
+    path = jvm.org.apache.hadoop.fs.Path(status.getPath().toString())
+    name = path.getName()
+    partition, start_offset, error = _describe(name, topic, partition_dir)
+    read = _readable(name, topic + partition_dir + name)
+    if hidden(name):
+        error = error or HIDDEN_NOT_READ
+    if error is None and status.getLen() == 0:
+        error = "empty file (0 bytes): the S3 sink never writes one, so its upload may have failed"
+    try:
+        table: str | None = table_for_topic(topic)
+    except TableNameError as exc:
+        table = None
+        error = error or f"topic {topic!r} cannot be mapped to a bronze table name: {exc}"
+    return SourceFile(
+        uri=path.toUri().toString(),
+        read_path=literal_path(path.toString()),
+        topic=topic,
+        partition=partition,
+        start_offset=start_offset,
+        table=table,
+        error=error,
+        size=int(status.getLen()),
+        read=read,
+    )
+
+
+def _skip_rule(name: str, is_file: bool, topic: str | None) -> str:
+    """The SKIP_RULES key of an entry that is not a sink file of `topic`'s partition folders."""
+    if hidden(name):
+        return SKIP_BOOKKEEPING
+    if topic is not None and topic.startswith(HEARTBEAT_PREFIX):
+        return SKIP_HEARTBEAT
+    if is_file and name.endswith("._COPYING_"):
+        return SKIP_COPYING
+    return SKIP_OUTSIDE
+
+
+def _list_partition(jvm: Any, fs: Any, folder: Any, topic: str, listing: Listing) -> None:
+    for status in fs.listStatus(folder):
+        name = status.getPath().getName()
+        parsed = parse_file_name(name)
+        own = parsed is not None and parsed.topic == topic
+        if status.isDirectory() or (hidden(name) and not own) or name.endswith("._COPYING_"):
+            listing.skipped.append(Skipped(status.getPath().toString(), _skip_rule(name, status.isFile(), topic)))
+        elif topic.startswith(HEARTBEAT_PREFIX):
+            listing.skipped.append(Skipped(status.getPath().toString(), SKIP_HEARTBEAT))
+        else:
+            listing.files.append(_source_file(jvm, status, topic, folder.getName()))
+
+
+def list_sink(spark: SparkSession, input_uri: str, topics: str | None = None) -> Listing:
+    """Every entry under `input_uri` (the `topics/` folder): the sink files of the topics
+    whose folder name fully matches the regex `topics` (like Kafka Connect `topics.regex`;
+    all when None), and what is skipped by which rule. Folders are listed one level at a
+    time, not globbed: a glob would read names as patterns."""
     jvm = spark._jvm  # type: ignore[attr-defined]
     root = jvm.org.apache.hadoop.fs.Path(input_uri)
     fs = root.getFileSystem(spark._jsc.hadoopConfiguration())  # type: ignore[attr-defined]
     if not fs.exists(root):
         raise InputNotFoundError(f"input {input_uri!r} does not exist")
     topic_filter = re.compile(topics) if topics else None
-    statuses = fs.globStatus(jvm.org.apache.hadoop.fs.Path(root, FILE_GLOB)) or []
-    files: list[SourceFile] = []
-    for status in statuses:
-        if not status.isFile():
-            continue
-        path = status.getPath()
-        name = path.getName()
-        if name.startswith((".", "_")):  # Hadoop convention: hidden/bookkeeping files (.crc, _SUCCESS)
-            continue
-        partition_dir = path.getParent().getName()
-        topic = path.getParent().getParent().getName()
+    listing = Listing()
+    for topic_status in fs.listStatus(root):
+        topic = topic_status.getPath().getName()
         if topic_filter is not None and not topic_filter.fullmatch(topic):
             continue
-        partition, start_offset, error = _describe(name, topic, partition_dir)
-        if error is None and status.getLen() == 0:
-            error = "empty file (0 bytes): the S3 sink never writes one, so its upload may have failed"
-        try:
-            table: str | None = table_for_topic(topic)
-        except TableNameError as exc:
-            table = None
-            error = error or f"topic {topic!r} cannot be mapped to a bronze table name: {exc}"
-        files.append(
-            SourceFile(
-                uri=path.toUri().toString(),
-                read_path=path.toString(),
-                topic=topic,
-                partition=partition,
-                start_offset=start_offset,
-                table=table,
-                error=error,
-                size=int(status.getLen()),
-            )
-        )
-    return sorted(files, key=lambda f: f.uri)
+        if not topic_status.isDirectory():
+            listing.skipped.append(Skipped(topic_status.getPath().toString(), _skip_rule(topic, True, None)))
+            continue
+        for status in fs.listStatus(topic_status.getPath()):
+            name = status.getPath().getName()
+            if status.isDirectory() and name.startswith("partition="):
+                _list_partition(jvm, fs, status.getPath(), topic, listing)
+            else:
+                listing.skipped.append(Skipped(status.getPath().toString(), _skip_rule(name, status.isFile(), topic)))
+    listing.files.sort(key=lambda f: f.uri)
+    return listing
+
+
+def list_source_files(spark: SparkSession, input_uri: str, topics: str | None = None) -> list[SourceFile]:
+    """The sink files of list_sink."""
+    return list_sink(spark, input_uri, topics).files
+
+
+def within_offset_range(spark: SparkSession, files: list[SourceFile]) -> list[SourceFile]:
+    """`files`, those whose last offset would pass Kafka's largest offset with a
+    file-level error (and no start offset, so no offset wraps around). A file has at most
+    as many lines as bytes, so only files starting within their size of the largest
+    offset are counted, in one small job."""
+    suspects = [f for f in files if f.read and f.error is None and f.start_offset is not None
+                and f.start_offset + f.size > MAX_OFFSET]
+    if not suspects:
+        return files
+    lines = {r["_source_file"]: r["count"] for r in read_lines(spark, suspects).groupBy("_source_file").count().collect()}
+    return [_offset_range_checked(f, lines.get(f.uri, 0)) if f in suspects else f for f in files]
+
+
+def _offset_range_checked(f: SourceFile, lines: int) -> SourceFile:
+    if f.start_offset is None or f.start_offset + lines - 1 <= MAX_OFFSET:
+        return f
+    name = re.sub(r"\\(.)", r"\1", f.read_path).rsplit("/", 1)[-1]
+    return replace(f, start_offset=None, error=(
+        f"offsets out of range: {name!r} has {lines} line(s) from start offset "
+        f"{f.start_offset}, which passes Kafka's largest offset {MAX_OFFSET}"))
 
 
 def share_offsets(files: list[SourceFile], lines: Mapping[str, int]) -> bool:
@@ -115,19 +291,23 @@ def share_offsets(files: list[SourceFile], lines: Mapping[str, int]) -> bool:
 
 def catalog_frame(spark: SparkSession, files: list[SourceFile]) -> DataFrame:
     """The file list as a small DataFrame, joined to the lines by `_source_file`."""
-    rows = [(f.uri, f.topic, f.partition, f.start_offset, f.table, f.error, f.size) for f in files]
+    rows = [(f.uri, f.topic, f.partition, f.start_offset, f.table, f.error, f.size, f.read) for f in files]
     return spark.createDataFrame(rows, CATALOG_SCHEMA)
 
 
 def read_lines(spark: SparkSession, files: list[SourceFile]) -> DataFrame:
-    r"""One row per line, read splittably: `_source_file` (URI as Spark reports it),
-    `_block` (start byte of the file split the line was read from), `_row_id` (rising by
-    one from line to line inside a split) and the `line` as stored, with any `\r`.
+    r"""One row per line of the files to read, read splittably: `_source_file` (URI as
+    Spark reports it), `_block` (start byte of the file split the line was read from),
+    `_row_id` (rising by one from line to line inside a split) and the `line` as stored,
+    with any `\r`.
 
     Splitting only at `\n` (not at a lone `\r`, Hadoop's default) keeps the lines the S3
     sink wrote, so that line index = offset - start offset (transform.number_lines)."""
+    paths = [f.read_path for f in files if f.read]
+    if not paths:
+        return spark.createDataFrame([], LINES_SCHEMA)
     return (
-        spark.read.option("lineSep", "\n").text([f.read_path for f in files])
+        spark.read.option("lineSep", "\n").text(paths)
         .select(
             F.col("_metadata.file_path").alias("_source_file"),
             F.col("_metadata.file_block_start").alias("_block"),

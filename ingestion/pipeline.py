@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Mapping
 
 from pyspark import StorageLevel
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ingestion import extract, load, naming, transform
@@ -56,10 +56,12 @@ class IngestConfig:
 @dataclass
 class TableSummary:
     """Counts for one bronze table. events_read counts every line (= landed + held +
-    quarantined + tombstones + skipped); landed counts the records this run added to
-    bronze, held the accepted records bronze held already (a replay's), which it left out;
-    skipped counts Debezium's records that are no row change (transaction metadata,
-    schema changes, heartbeats: transform.STATUS_SKIPPED)."""
+    quarantined + tombstones + skipped + duplicates); landed counts the records this run
+    added to bronze, held the accepted records bronze held already (a replay's), which it
+    left out; skipped counts Debezium's records that are no row change (transaction
+    metadata, schema changes, heartbeats: transform.STATUS_SKIPPED); duplicates: copies of
+    an offset another file of the run holds with the same record
+    (transform.resolve_shared_offsets)."""
 
     table: str  # bronze table, or `(unmappable: <topic>)`
     topic: str
@@ -71,18 +73,24 @@ class TableSummary:
     key_checked: bool = False
     held: int = 0
     skipped: int = 0
+    duplicates: int = 0
 
 
 @dataclass
 class RunSummary:
     tables: list[TableSummary] = field(default_factory=list)
     files_skipped: int = 0  # already in the ledger
+    skipped: dict[str, int] = field(default_factory=dict)  # extract.SKIP_RULES key -> entries skipped by it
     batches: int | None = None  # Kafka runs: micro-batches processed (files are not used)
     reprocess: bool = False  # the ledger was ignored: the files were read again
 
     @property
     def quarantined(self) -> int:
         return sum(t.quarantined for t in self.tables)
+
+    @property
+    def duplicates(self) -> int:
+        return sum(t.duplicates for t in self.tables)
 
     def table(self, name: str) -> TableSummary:
         return next(t for t in self.tables if t.table == name)
@@ -112,7 +120,14 @@ class RunSummary:
                 f"{len(self.tables)} table(s), {sum(t.files for t in self.tables)} new file(s), "
                 f"{self.files_skipped} file(s) skipped as already ingested, {self.quarantined} quarantined"
             )
-        return "\n".join([*lines, totals])
+        return "\n".join([*lines, totals, *self._skipped_line()])
+
+    def _skipped_line(self) -> list[str]:
+        """The entries skipped by a rule (extract.SKIP_RULES), counted, if any."""
+        counts = [f"{self.skipped[rule]} {what}" for rule, what in extract.SKIP_RULES.items() if self.skipped.get(rule)]
+        if self.duplicates:
+            counts.append(f"{self.duplicates} duplicate record(s) (an offset another file of the run holds with the same record)")
+        return [f"skipped by rule: {', '.join(counts)}"] if counts else []
 
 
 def validate_bronze_schema(name: str) -> None:
@@ -172,13 +187,16 @@ def _run(spark: SparkSession, config: IngestConfig) -> RunSummary:
     keys = load_primary_keys(sources_yml)
     schema = config.bronze_schema
 
-    files = extract.list_source_files(spark, config.input_uri, config.topics)
+    listing = extract.list_sink(spark, config.input_uri, config.topics)
+    files = listing.files
     load.ensure_schema(spark, schema)
     done, landed_topics = load.read_ledger(spark, schema, LEDGER_TABLE)
     if config.reprocess:
         done = set()
     new_files = _reject_table_collisions([f for f in files if f.uri not in done], landed_topics)
-    summary = RunSummary(files_skipped=len(files) - len(new_files), reprocess=config.reprocess)
+    summary = RunSummary(files_skipped=len(files) - len(new_files), skipped=_count_skipped(listing.skipped),
+                         reprocess=config.reprocess)
+    new_files = extract.within_offset_range(spark, new_files)
     if not new_files:
         log.info("no new files under %s (%d already ingested)", config.input_uri, summary.files_skipped)
         return summary
@@ -188,38 +206,67 @@ def _run(spark: SparkSession, config: IngestConfig) -> RunSummary:
     key_map = _key_map(new_files, keys)
     catalog = extract.catalog_frame(spark, new_files)
     lines = transform.attach_file_info(transform.split_lines(extract.read_lines(spark, new_files), catalog), catalog)
-    classified = transform.for_landing(
-        transform.prepare(lines, key_map, config.max_record_bytes), transform.SPLIT_POSITION)
+    prepared = transform.prepare(lines, key_map, config.max_record_bytes)
+    classified = transform.for_landing(prepared, transform.SPLIT_POSITION)
     input_bytes = _input_bytes(new_files)  # its keys: the bronze tables the run writes
     tables = [(name, transform.BRONZE_COLUMNS, transform.BRONZE_KEY) for name in sorted(input_bytes)]
     # The setting is read when the cache is built, at the first action: hold it until unpersist.
     with session_settings(spark, CACHE_SETTINGS), created_alongside(
         spark, schema, [*tables, (LEDGER_TABLE, load.LEDGER_COLUMNS, load.LEDGER_KEY)]
     ) as ensured:
-        classified = classified.persist(StorageLevel.MEMORY_AND_DISK)
+        cached = [classified.persist(StorageLevel.MEMORY_AND_DISK)]
         try:
             # One stage builds the cache and counts it per file split: the lines are numbered
             # from those counts, so the files are read once (docs/performance.md).
             with session_settings(spark, ONE_PASS_SETTINGS):
-                splits = transform.split_stats(classified).collect()
+                splits = transform.split_stats(cached[0]).collect()
             stats = _file_stats(splits)
+            placed = transform.place_lines(cached[0], splits, new_files)
+            if extract.share_offsets(new_files, {uri: row["lines"] for uri, row in stats.items()}):
+                cached.pop().unpersist()
+                placed, stats = _resolve_copies(spark, prepared, new_files, cached)
             summary.tables = _summarize(new_files, stats, key_map)
-            placed = transform.place_lines(classified, splits, new_files)
             samples = transform.quarantine_samples(placed, SAMPLES_PER_TOPIC).collect() if summary.quarantined else []
             log_quarantine(samples, summary)
 
-            shared_offsets = extract.share_offsets(new_files, {uri: row["lines"] for uri, row in stats.items()})
             created = ensured()
-            write_tables(
-                spark, schema, placed, set(input_bytes), summary.tables, ingested_at, shared_offsets, input_bytes,
-                created,
-            )
+            write_tables(spark, schema, placed, set(input_bytes), summary.tables, ingested_at, input_bytes=input_bytes,
+                         created=created)
             # Unless replaying, the ledger holds none of these files: they are the ones this
             # run found missing from it, and runs into a schema do not overlap (run()).
             _write_ledger(spark, schema, new_files, stats, ingested_at, created[LEDGER_TABLE] or not config.reprocess)
         finally:
-            classified.unpersist()
+            for frame in cached:
+                frame.unpersist()
     return summary
+
+
+def _resolve_copies(
+    spark: SparkSession, prepared: DataFrame, files: list[extract.SourceFile], cached: list[DataFrame]
+) -> tuple[DataFrame, dict[str, dict[str, int]]]:
+    """(placed lines, per-file counts) of a run whose files share offsets, with the copies
+    resolved (transform.resolve_shared_offsets). The first cache kept the raw line of
+    quarantined records only, and a conflicting copy goes to quarantine whole: the files
+    are read again keeping every line. The frames it caches are added to `cached`."""
+    classified = transform.for_landing(prepared, transform.SPLIT_POSITION, every_raw=True)
+    cached.append(classified.persist(StorageLevel.MEMORY_AND_DISK))
+    with session_settings(spark, ONE_PASS_SETTINGS):
+        splits = transform.split_stats(classified).collect()
+    compared = spark.createDataFrame(
+        [(f.uri,) for f in files if f.read and f.error is None and f.start_offset is not None], "_source_file string")
+    placed = transform.resolve_shared_offsets(transform.place_lines(classified, splits, files), compared)
+    cached.append(placed.persist(StorageLevel.MEMORY_AND_DISK))
+    stats = {row["_source_file"]: row.asDict() for row in transform.file_stats(placed).collect()}
+    return placed, stats
+
+
+def _count_skipped(skipped: list[extract.Skipped]) -> dict[str, int]:
+    """Entries per skip rule; each is logged, so the summary's counts can be traced to paths."""
+    counts: dict[str, int] = {}
+    for entry in skipped:
+        log.debug("skipped %s: %s", entry.path, extract.SKIP_RULES[entry.rule])
+        counts[entry.rule] = counts.get(entry.rule, 0) + 1
+    return counts
 
 
 def _file_stats(splits: list) -> dict[str, dict[str, int]]:
@@ -274,13 +321,12 @@ def write_tables(
     tables: set[str],
     counts: list[TableSummary],
     ingested_at: datetime,
-    shared_offsets: bool = False,
     input_bytes: dict[str, int] | None = None,
     created: Mapping[str, bool] | None = None,
 ) -> None:
     """Quarantine first, then every bronze table (keyed duplicate-drop inserts).
-    `shared_offsets`: some files of the batch cover the same offsets (extract.share_offsets;
-    a Kafka micro-batch never does). `input_bytes`: sink file bytes (a Kafka micro-batch:
+    `classified` holds one landed row per key: a Kafka micro-batch, or sink files with their
+    shared offsets resolved (transform.resolve_shared_offsets). `input_bytes`: sink file bytes (a Kafka micro-batch:
     record value bytes) per table, which pick bulk_insert for large shares (load.use_bulk_insert).
     `created`: tables the caller already ensured, {table: created by that call}.
     Each of `counts` gets its landed and held set to what its bronze insert added and
@@ -303,12 +349,10 @@ def write_tables(
         landed = sum(t.landed for t in counts if t.table == table)
         if landed:
             bronze = transform.to_bronze(classified, table, ingested_at)
-            if shared_offsets:
-                bronze = transform.one_row_per_key(bronze)
             bulk = load.use_bulk_insert((input_bytes or {}).get(table))
             inserts.append(
                 load.TableInsert(table, bronze, transform.BRONZE_COLUMNS, transform.BRONZE_KEY, bulk=bulk,
-                                 holds_none=was_created, rows=None if shared_offsets else landed))
+                                 holds_none=was_created, rows=landed))
     held = load.insert_new_rows_of_tables(spark, schema, inserts)
     for entry in counts:
         entry.held = held.get(entry.table, 0)
@@ -344,6 +388,8 @@ def _summarize(files: list[extract.SourceFile], stats: dict, key_map: dict[str, 
             entry.quarantined += row["quarantined_count"]
             entry.tombstones += row["tombstone_count"]
             entry.skipped += row["skipped_count"]
+            entry.duplicates += (row["lines"] - row["landed_count"] - row["quarantined_count"] - row["tombstone_count"]
+                                 - row["skipped_count"])
     return [tables[name] for name in sorted(tables)]
 
 

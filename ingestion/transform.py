@@ -27,6 +27,8 @@ STATUS_LANDED = "landed"
 STATUS_QUARANTINED = "quarantined"
 STATUS_TOMBSTONE = "tombstone"
 STATUS_SKIPPED = "skipped"
+# A copy of an offset another file of the run holds with the same record: one copy is kept.
+STATUS_DUPLICATE = "duplicate"
 
 SHAPE_ENVELOPE = "envelope"
 SHAPE_FLATTENED = "flattened"
@@ -87,9 +89,9 @@ POSITIONS_SCHEMA = "_source_file string, _block bigint, _offset_base bigint, _li
 
 def split_lines(raw: DataFrame, catalog: DataFrame) -> DataFrame:
     r"""(_source_file, _block, _row_id, line) of extract.read_lines -> the same with
-    `_line_bytes` and a `\r` before the newline dropped from `line`; plus one empty line
-    for each empty file, which Spark reads no line from (its file-level error sends it to
-    quarantine: nothing is silently skipped)."""
+    `_line_bytes` and a `\r` before the newline dropped from `line`; plus one line for
+    each file Spark reads no line from: empty for an empty file, null for a file not read
+    (their file-level error sends it to quarantine: nothing is silently skipped)."""
     lines = raw.select(
         "_source_file",
         "_block",
@@ -102,12 +104,12 @@ def split_lines(raw: DataFrame, catalog: DataFrame) -> DataFrame:
         F.when(F.col("line").endswith("\r"), F.col("line").substr(F.lit(1), F.length("line") - 1))
         .otherwise(F.col("line")).alias("line"),
     )
-    empty = catalog.where(F.col("_size") == 0).select(
+    empty = catalog.where((F.col("_size") == 0) | ~F.col("_read")).select(
         "_source_file",
         F.lit(0).cast("bigint").alias("_block"),
         F.lit(0).cast("bigint").alias("_row_id"),
         F.lit(0).alias("_line_bytes"),
-        F.lit("").alias("line"),
+        F.when(F.col("_read"), F.lit("")).alias("line"),
     )
     return lines.unionByName(empty)
 
@@ -171,7 +173,7 @@ def place_lines(lines: DataFrame, stats: Iterable[Mapping], files: Iterable[Sour
 
 def attach_file_info(lines: DataFrame, catalog: DataFrame) -> DataFrame:
     """Add topic, partition, table and file-level errors from the file list."""
-    return lines.join(F.broadcast(catalog), "_source_file", "left").drop("_start_offset", "_size")
+    return lines.join(F.broadcast(catalog), "_source_file", "left").drop("_start_offset", "_size", "_read")
 
 
 def _has_key(m: Column, key: str) -> Column:
@@ -369,6 +371,17 @@ def _without_op_reason(m: Column, key_columns: Column) -> Column:
     )
 
 
+def wire_format_reason(line: Column) -> Column:
+    """The reason for a line in the Confluent wire format (magic byte 0, a 4-byte schema
+    id, then the serialized record), null for others. The id shows when its bytes are
+    ASCII: the text reader replaces bytes that are not UTF-8."""
+    id_bytes = F.substring(line, 2, 4)
+    schema_id = F.when(F.octet_length(id_bytes) == 4, F.conv(F.hex(id_bytes), 16, 10)).otherwise(F.lit("unknown"))
+    return F.when(line.startswith("\u0000") & (F.octet_length(line) >= 5), F.format_string(
+        "Confluent wire-format bytes (schema id %s): records serialized with a schema registry (Avro, Protobuf or "
+        "JSON Schema converter), not JSON; accepted: JSON lines (JsonConverter, schemas on or off)", schema_id))
+
+
 def classify(records: DataFrame, primary_keys: dict[str, list[str]], max_record_bytes: int = MAX_RECORD_BYTES) -> DataFrame:
     """Add `_status` (landed | quarantined | tombstone | skipped) and the `reason` (why a
     record is quarantined or skipped).
@@ -426,7 +439,7 @@ def classify(records: DataFrame, primary_keys: dict[str, list[str]], max_record_
         .when(F.col("_tombstone"), F.lit(None))
         # The first value is an object (its keys parse) but the line holds more.
         .when(m.isNull() & F.json_object_keys("line").isNotNull(), F.lit(TRAILING_TEXT))
-        .when(m.isNull(), F.lit(MALFORMED))
+        .when(m.isNull(), F.coalesce(wire_format_reason(F.col("line")), F.lit(MALFORMED)))
         .when(F.col("_skip").isNotNull(), F.col("_skip"))
         .otherwise(F.coalesce(F.when(without_op, _without_op_reason(m, key_columns)), op_reason, key_reason))
     )
@@ -459,13 +472,14 @@ LANDING_COLUMNS = [name for name, _ in BRONZE_COLUMNS if name not in ("_ingested
     "_table", "_status", "reason"]
 
 
-def for_landing(classified: DataFrame, position: list[str] = LINE_POSITION) -> DataFrame:
-    """The columns the landing steps read, the raw line only for quarantined records;
-    `position`: where a line sits (LINE_POSITION, or SPLIT_POSITION before place_lines).
+def for_landing(classified: DataFrame, position: list[str] = LINE_POSITION, every_raw: bool = False) -> DataFrame:
+    """The columns the landing steps read, the raw line only for quarantined records (of
+    every record with `every_raw`: resolve_shared_offsets compares them); `position`:
+    where a line sits (LINE_POSITION, or SPLIT_POSITION before place_lines).
 
     This is what a run caches between its counts and its writes: without the parsed map
     and the raw line of every record it holds about a third of the bytes."""
-    raw = F.when(F.col("_status") == STATUS_QUARANTINED, F.col("line")).alias("raw")
+    raw = (F.col("line") if every_raw else F.when(F.col("_status") == STATUS_QUARANTINED, F.col("line"))).alias("raw")
     return classified.select(*position, *LANDING_COLUMNS, raw)
 
 
@@ -477,15 +491,38 @@ def _stamped(df: DataFrame, columns: list[tuple[str, str]], ingested_at: datetim
 
 def to_bronze(classified: DataFrame, table: str, ingested_at: datetime) -> DataFrame:
     """Landed rows of one bronze table, exactly the bronze columns. One row per Kafka key
-    as long as no two of the batch's files share an offset (else see one_row_per_key)."""
+    as long as no two of the batch's files share an offset (else see resolve_shared_offsets)."""
     landed = classified.where((F.col("_status") == STATUS_LANDED) & (F.col("_table") == table))
     return _stamped(landed, BRONZE_COLUMNS, ingested_at)
 
 
-def one_row_per_key(bronze: DataFrame) -> DataFrame:
-    """One row per Kafka key (topic, partition, offset) of bronze rows from files that
-    share offsets. Only then: it shuffles and sorts every row of the batch."""
-    return bronze.dropDuplicates(BRONZE_KEY)
+CONFLICT = "conflicting copies of offset %d (topic %s, partition %d): files %s hold different records at it"
+
+
+def resolve_shared_offsets(placed: DataFrame, compared: DataFrame) -> DataFrame:
+    """Placed lines (of for_landing with `every_raw`) whose offset several files hold,
+    among the `compared` files (a `_source_file` column: files with no file-level error
+    and a start offset). Copies of one record (the same raw line; any two tombstones)
+    keep the first by file and line, the others become STATUS_DUPLICATE; copies that
+    differ are a conflict, with no telling which is right: every copy is quarantined,
+    naming the files. Only for runs whose files share offsets: it shuffles and sorts
+    the lines of the compared files."""
+    flagged = placed.join(F.broadcast(compared.withColumn("_compared", F.lit(True))), "_source_file", "left")
+    key = Window.partitionBy(*BRONZE_KEY)
+    tombstone = F.col("_status") == STATUS_TOMBSTONE
+    record = F.struct(tombstone.alias("tombstone"), F.when(~tombstone, F.col("raw")).alias("raw"))
+    copies = flagged.where(F.col("_compared")).withColumns({
+        "_conflict": F.size(F.collect_set(record).over(key)) > 1,
+        "_later": F.row_number().over(key.orderBy("_source_file", "_source_line")) > 1,
+        "_files": F.array_join(F.array_sort(F.collect_set("_source_file").over(key)), ", "),
+    })
+    resolved = copies.withColumns({
+        "_status": F.when(F.col("_conflict"), F.lit(STATUS_QUARANTINED))
+        .when(F.col("_later"), F.lit(STATUS_DUPLICATE)).otherwise(F.col("_status")),
+        "reason": F.when(F.col("_conflict"), F.format_string(
+            CONFLICT, F.col("_offset"), F.col("_topic"), F.col("_partition"), F.col("_files"))).otherwise(F.col("reason")),
+    }).drop("_conflict", "_later", "_files")
+    return resolved.unionByName(flagged.where(F.col("_compared").isNull())).drop("_compared")
 
 
 def to_quarantine(classified: DataFrame, ingested_at: datetime) -> DataFrame:

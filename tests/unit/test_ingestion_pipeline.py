@@ -312,10 +312,52 @@ def test_files_sharing_offsets_land_each_offset_once(spark, tmp_path):
     try:
         summary = run(spark, IngestConfig(input_uri=str(root), bronze_schema=schema,
                                           sources_yml=tmp_path / "sources.yml"))
-        assert summary.table("pg_public_actor").landed == 7  # every line read; the shared one lands once
+        actor = summary.table("pg_public_actor")
+        # every line read; the shared one lands once, its other copy is counted as a duplicate
+        assert (actor.events_read, actor.landed, actor.duplicates, actor.quarantined) == (7, 6, 1, 0)
         landed = [(r["_partition"], r["_offset"], r["_after"]) for r in
                   spark.sql(f"SELECT * FROM {schema}.pg_public_actor ORDER BY _partition, _offset").collect()]
         assert landed == [(0, i, f'{{"actor_id":{i}}}') for i in range(5)] + [(1, 0, '{"actor_id":0}')]
+    finally:
+        drop_schemas(spark, [schema])
+
+
+def test_conflicting_copies_of_an_offset_are_quarantined(spark, tmp_path):
+    """Three files of a partition overlap: offset 2 is held twice with the same record
+    (kept once), offset 3 twice with different records (a conflict: both copies go to
+    quarantine, naming both files), offset 4 twice the same again; a tombstone written
+    as `null` in one file and as an empty line in another is the same tombstone."""
+    root = tmp_path / "topics"
+    r = [envelope("c", None, {"actor_id": i}) for i in range(6)]
+    other = envelope("u", None, {"actor_id": 3, "first_name": "CHANGED"})
+    a = write_file(root, ACTOR, f"{ACTOR}+0+0.json", [r[0], r[1], r[2]])  # offsets 0-2
+    b = write_file(root, ACTOR, f"{ACTOR}+0+2.json", [r[2], r[3], r[4], "null"])  # offsets 2-5
+    c = write_file(root, ACTOR, f"{ACTOR}+0+3.json", [other, r[4], ""])  # offsets 3-5
+    (tmp_path / "sources.yml").write_text(SOURCES_YML)
+    schema = "bronze_it_conflicts"
+    drop_schemas(spark, [schema])
+    try:
+        summary = run(spark, IngestConfig(input_uri=str(root), bronze_schema=schema,
+                                          sources_yml=tmp_path / "sources.yml"))
+        landed = [(r["_offset"], r["_source_file"], r["_after"]) for r in
+                  spark.sql(f"SELECT * FROM {schema}.pg_public_actor ORDER BY _offset").collect()]
+        # the copy kept is the one of the first file (by URI) holding the offset
+        assert landed == [(0, uri(a), '{"actor_id":0}'), (1, uri(a), '{"actor_id":1}'),
+                          (2, uri(a), '{"actor_id":2}'), (4, uri(b), '{"actor_id":4}')]
+        reason = (f"conflicting copies of offset 3 (topic {ACTOR}, partition 0): files {uri(b)}, {uri(c)} "
+                  "hold different records at it")
+        quarantined = [tuple(r) for r in spark.sql(
+            f"SELECT _offset, _source_file, _source_line, reason, raw FROM {schema}._quarantine "
+            "ORDER BY _source_file").collect()]
+        assert quarantined == [(3, uri(b), 2, reason, line(r[3])), (3, uri(c), 1, reason, line(other))]
+        actor = summary.table("pg_public_actor")
+        assert (actor.events_read, actor.landed, actor.quarantined, actor.tombstones, actor.duplicates) == (10, 4, 2, 1, 3)
+        assert summary.quarantined == 2
+        assert "skipped by rule: 3 duplicate record(s) (an offset another file of the run holds with the same record)" \
+            in summary.render().splitlines()
+        ledger = {r[0]: tuple(r[1:]) for r in spark.sql(
+            f"SELECT _source_file, lines, landed, quarantined, tombstones FROM {schema}._ingested_files").collect()}
+        assert ledger == {uri(a): (3, 3, 0, 0), uri(b): (4, 1, 1, 1), uri(c): (3, 0, 1, 0)}
     finally:
         drop_schemas(spark, [schema])
 
