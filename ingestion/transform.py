@@ -180,6 +180,19 @@ def _has_key(m: Column, key: str) -> Column:
     return F.array_contains(F.map_keys(m), key)
 
 
+# NaN and Infinity are not JSON numbers; Spark's reader would take them and keep them as
+# the strings "NaN" and "Infinity", so a record holding one could not be kept as sent.
+STRICT_JSON = {"allowNonNumericNumbers": "false"}
+NON_NUMERIC = ("a non-numeric number (NaN or Infinity) is not JSON: the record cannot be kept as sent; "
+               "accepted: JSON numbers, or the value as a string")
+NOT_UTF8 = ("bytes that are not UTF-8: the reader would replace them with U+FFFD, so the record cannot be "
+            "kept as sent; the S3 sink writes UTF-8: was the file written by another tool or cut?")
+BEYOND_DOUBLE = ("a number beyond a double's range (e.g. 1e400) in a row image: it would be kept as \"Infinity\"; "
+                 "send it as a string or a Connect Decimal")
+# Spark's reader re-writes the nested objects it keeps as text; these are what it cannot
+# write back as sent.
+REPLACEMENT_CHARACTER = "\ufffd"
+
 TRAILING_TEXT = ("more than one JSON value on the line (text after the first JSON object): "
                  "a line must hold exactly one record")
 
@@ -190,7 +203,7 @@ def _line_values(line: str) -> Column:
     comma or `]` after each element, so `{...} {...}` or `{...} junk` fails to parse and
     `{...}, {...}` gives two elements. Null unless the line ends with `}` (an object)."""
     return F.when(F.rtrim(line).endswith("}"), F.from_json(F.concat(F.lit("["), F.col(line), F.lit("]")),
-                                                          "array<" + MAP + ">"))
+                                                          "array<" + MAP + ">", STRICT_JSON))
 
 
 def _exactly_one_object(line: str, values: Column) -> Column:
@@ -382,6 +395,21 @@ def wire_format_reason(line: Column) -> Column:
         "JSON Schema converter), not JSON; accepted: JSON lines (JsonConverter, schemas on or off)", schema_id))
 
 
+def _not_as_sent_reason() -> Column:
+    """Why a parsed record's row images or source block could not be kept as sent, else
+    null: bytes that are not UTF-8 (replaced with U+FFFD while parsing) or a number beyond
+    a double (re-written as "Infinity"). Both leave a mark in the kept text, so the line is
+    only looked at again for the records that carry one."""
+    kept = F.concat_ws("", F.col("_before"), F.col("_after"), F.col("_source"))
+    not_utf8 = F.encode(F.col("line"), "UTF-8") != F.col("line").cast("binary")
+    beyond = F.coalesce(kept.contains('"Infinity"') | kept.contains('"-Infinity"'), F.lit(False)) & ~F.col(
+        "line").contains("Infinity")
+    return (
+        F.when(F.coalesce(kept.contains(REPLACEMENT_CHARACTER), F.lit(False)) & not_utf8, F.lit(NOT_UTF8))
+        .when(beyond, F.lit(BEYOND_DOUBLE))
+    )
+
+
 def classify(records: DataFrame, primary_keys: dict[str, list[str]], max_record_bytes: int = MAX_RECORD_BYTES) -> DataFrame:
     """Add `_status` (landed | quarantined | tombstone | skipped) and the `reason` (why a
     record is quarantined or skipped).
@@ -438,8 +466,10 @@ def classify(records: DataFrame, primary_keys: dict[str, list[str]], max_record_
             f"record of %d bytes is over the limit of {max_record_bytes} bytes (--max-record-bytes)", size))
         .when(F.col("_tombstone"), F.lit(None))
         # The first value is an object (its keys parse) but the line holds more.
+        .when(m.isNull() & F.col("line").rlike(r"[:\[,]\s*-?(NaN|Infinity)\s*[,}\]]"), F.lit(NON_NUMERIC))
         .when(m.isNull() & F.json_object_keys("line").isNotNull(), F.lit(TRAILING_TEXT))
         .when(m.isNull(), F.coalesce(wire_format_reason(F.col("line")), F.lit(MALFORMED)))
+        .when(F.col("_not_as_sent").isNotNull(), F.col("_not_as_sent"))
         .when(F.col("_skip").isNotNull(), F.col("_skip"))
         .otherwise(F.coalesce(F.when(without_op, _without_op_reason(m, key_columns)), op_reason, key_reason))
     )
@@ -456,9 +486,10 @@ def classify(records: DataFrame, primary_keys: dict[str, list[str]], max_record_
             "_key_image", F.when(key_columns.isNotNull() & ~F.col("_tombstone") & (size <= max_record_bytes), image)
         )
         .withColumn("_skip", skip)
+        .withColumn("_not_as_sent", _not_as_sent_reason())
         .withColumn("reason", reason)
         .withColumn("_status", status)
-        .drop("_key_image", "_skip", "_key_filled")
+        .drop("_key_image", "_skip", "_key_filled", "_not_as_sent")
     )
 
 

@@ -268,3 +268,34 @@ def test_a_delete_without_its_key_takes_it_from_the_record_key(spark):
     assert (no_key["_status"], no_key["reason"]) == (
         "quarantined",
         "primary key column(s) [id] missing or null in row image `before` (op 'd')" + transform.KEY_LOST_WITHOUT_RECORD_KEY)
+
+
+def test_records_that_cannot_be_kept_as_sent(spark, tmp_path):
+    """Spark's reader would change these records without a word: invalid UTF-8 becomes
+    U+FFFD, NaN and Infinity tokens become strings, a number beyond a double becomes
+    "Infinity". Each is quarantined with its reason; what it keeps as sent lands."""
+    records = [
+        b'{"op":"c","after":{"id":1,"name":"caf\xe9"}}',  # 0 Latin-1, not UTF-8
+        b'{"op":"c","after":{"id":2,"x":NaN}}',  # 1
+        b'{"op":"c","after":{"id":3,"x":-Infinity}}',  # 2
+        b'{"op":"c","after":{"id":4,"x":1e400}}',  # 3
+        '{"op":"c","after":{"id":5,"name":"a real \ufffd in UTF-8"}}'.encode(),  # 4 lands
+        b'{"op":"c","after":{"id":6,"x":"NaN","y":"Infinity"}}',  # 5 strings land
+        b'{"__op":"c","id":7,"x":NaN}',  # 6 flattened
+    ]
+    files = write_sink_files(spark, tmp_path, [b"\n".join(records) + b"\n"])
+    catalog = extract.catalog_frame(spark, files)
+    lines = transform.attach_file_info(transform.split_lines(extract.read_lines(spark, files), catalog), catalog)
+    placed = transform.place_lines(
+        transform.for_landing(transform.prepare(lines, {"t.s.x": ["id"]}), transform.SPLIT_POSITION),
+        transform.split_stats(lines).collect(), files)
+    got = [(r["_status"], r["reason"]) for r in placed.orderBy("_offset").collect()]
+    assert got == [
+        ("quarantined", transform.NOT_UTF8),
+        ("quarantined", transform.NON_NUMERIC),
+        ("quarantined", transform.NON_NUMERIC),
+        ("quarantined", transform.BEYOND_DOUBLE),
+        ("landed", None),
+        ("landed", None),
+        ("quarantined", transform.NON_NUMERIC),
+    ]
