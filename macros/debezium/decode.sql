@@ -52,6 +52,8 @@
     {%- elif data_type == 'binary' -%}
         {#- binary.handling.mode=bytes: base64 text -#}
         unbase64({{ raw }})
+    {%- elif cdc_storage_type(data_type) != data_type -%}
+        cast(cast({{ raw }} as {{ data_type }}) as {{ cdc_storage_type(data_type) }})
     {%- else -%}
         cast({{ raw }} as {{ data_type }})
     {%- endif -%}
