@@ -52,12 +52,12 @@
             {%- set raw = '_cdc_values[' ~ "'" ~ column.name ~ "'" ~ ']' %}
             {%- if column.toastable %}
             case when {{ cdc_is_unavailable(raw) }} then null
-                else {{ cdc_decode_value(raw, column.data_type, column.encoding) }}
+                else {{ cdc_decode_value(raw, column.declared_type, column.encoding) }}
             end as `{{ column.name }}`,
             coalesce({{ cdc_is_unavailable(raw) }}, false) as `_cdc_unavailable__{{ column.name }}`,
             {{ raw }} is not null and not {{ cdc_is_unavailable(raw) }} as `_cdc_present__{{ column.name }}`,
             {%- else %}
-            {{ cdc_decode_value(raw, column.data_type, column.encoding) }} as `{{ column.name }}`,
+            {{ cdc_decode_value(raw, column.declared_type, column.encoding) }} as `{{ column.name }}`,
             {{ raw }} is not null as `_cdc_present__{{ column.name }}`,
             {%- endif %}
             {%- endfor %}
@@ -92,7 +92,7 @@
 {#- Why a present value did not decode to its column's type (quoted, cut at 100 chars). -#}
 {% macro cdc_invalid_value_reason(column) -%}
     concat('column {{ column.name }}: "', left(_cdc_values['{{ column.name }}'], 100),
-        '" is not a valid {{ column.data_type }}')
+        '" is not a valid {{ column.declared_type }}')
 {%- endmacro %}
 
 

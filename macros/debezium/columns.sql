@@ -24,7 +24,8 @@
         {%- set derived = (column.meta or {}).get('cdc_derived', false) is true -%}
         {%- do columns.append({
             'name': name,
-            'data_type': data_type,
+            'data_type': cdc_storage_type(data_type),
+            'declared_type': data_type,
             'encoding': (column.meta or {}).get('debezium_encoding'),
             'toastable': not derived and (data_type in ['string', 'binary'] or data_type.startswith('array')
                 or data_type.startswith('struct')),
@@ -37,6 +38,16 @@
             ~ "data_type under `columns:` in the model's YAML.") }}
     {%- endif -%}
     {{ return(columns) }}
+{% endmacro %}
+
+
+{#- The Spark type silver stores a declared data_type as: Hudi has no tinyint (its writer
+    refuses ByteType) and records a smallint as int in the catalog while its files hold
+    smallint, so both are stored as int; their values are still checked against the
+    declared range (cdc_decode_value) and the declared type is kept in table property
+    `cdc.declared_types` (cdc_hudi_tblproperties). -#}
+{% macro cdc_storage_type(data_type) %}
+    {{ return({'tinyint': 'int', 'smallint': 'int'}.get(data_type, data_type)) }}
 {% endmacro %}
 
 

@@ -122,7 +122,9 @@
     the table was 13% larger), files of at most 16 MiB (a copy-on-write MERGE rewrites
     each file group a change falls in as one task: with Hudi's 120 MiB a silver table
     under that is one file group, rewritten by one core; capped, 11.8 s on 2 cores),
-    plus `hudi_options`. Measured by benchmarks/silver_index.py (docs/performance.md). -#}
+    plus `hudi_options`. Measured by benchmarks/silver_index.py (docs/performance.md).
+    `cdc.declared_types` lists the columns stored wider than declared (cdc_storage_type)
+    as name:declared type, for cdc_rebuild_reason. -#}
 {% macro cdc_hudi_tblproperties(primary_key) %}
     {%- set options = {
         'type': 'cow',
@@ -132,6 +134,13 @@
         'hoodie.parquet.max.file.size': 16 * 1024 * 1024,
         'hoodie.parquet.small.file.limit': 12 * 1024 * 1024,
     } -%}
+    {%- set declared_types = [] -%}
+    {%- for column in cdc_model_columns() if column.declared_type != column.data_type -%}
+        {%- do declared_types.append(column.name | lower ~ ':' ~ column.declared_type) -%}
+    {%- endfor -%}
+    {%- if declared_types -%}
+        {%- do options.update({'cdc.declared_types': declared_types | join(',')}) -%}
+    {%- endif -%}
     {%- do options.update(config.get('hudi_options') or {}) -%}
     tblproperties (
         {%- for key, value in options.items() %}

@@ -95,33 +95,42 @@
         leave rows the merge does not touch without it, unlike a full refresh.
     A data_type every stored value does not convert to safely (string -> int, bigint
     -> int) stops the model with an error naming the table, column and both types.
+    A column stored wider than declared (cdc_storage_type) is compared by the type it
+    was declared as when the table was built (table property `cdc.declared_types`).
     Read both when compiling (cdc_read_watermark: the window is then all of bronze)
     and by the materialization, so they agree. -#}
 {% macro cdc_rebuild_reason(relation) %}
+    {%- set properties = cdc_table_properties(relation) -%}
     {%- if cdc_delete_mode() == 'hard'
             and load_relation(cdc_tombstone_relation(relation)) is none
-            and cdc_table_property(relation, 'cdc.watermark') is none -%}
+            and properties.get('cdc.watermark') is none -%}
         {{ return("it has no tombstones and no watermark (its first build stopped half way)") }}
     {%- endif -%}
     {%- set stored = {} -%}
     {%- for column in adapter.get_columns_in_relation(relation) -%}
         {%- do stored.update({column.name | lower: column.data_type | lower | replace(' ', '')}) -%}
     {%- endfor -%}
+    {%- for entry in (properties.get('cdc.declared_types') or '').split(',') if ':' in entry -%}
+        {%- set name, declared = entry.split(':', 1) -%}
+        {%- if stored.get(name) == cdc_storage_type(declared) -%}
+            {%- do stored.update({name: declared}) -%}
+        {%- endif -%}
+    {%- endfor -%}
     {%- for column in cdc_model_columns() -%}
         {%- if column.name | lower not in stored -%}
             {{ return("the model declares column " ~ column.name ~ ", which the table lacks") }}
-        {%- elif stored[column.name | lower] != column.data_type -%}
+        {%- elif stored[column.name | lower] != column.declared_type -%}
             {%- set stored_type = stored[column.name | lower] -%}
-            {%- if not cdc_is_widening(stored_type, column.data_type) -%}
+            {%- if not cdc_is_widening(stored_type, column.declared_type) -%}
                 {{ exceptions.raise_compiler_error(
                     "Model " ~ model.name ~ ": table " ~ relation ~ " column " ~ column.name ~ " is " ~ stored_type
-                    ~ " but the model's YAML declares " ~ column.data_type ~ ", which not every stored value "
+                    ~ " but the model's YAML declares " ~ column.declared_type ~ ", which not every stored value "
                     ~ "converts to safely. Other tables are built as usual. If the source column really changed "
                     ~ "type, rebuild this table from bronze on purpose (events that do not decode are rejected "
                     ~ "into " ~ relation.identifier ~ "__cdc_rejected): dbt build --full-refresh --select "
                     ~ model.name ~ "; otherwise restore its data_type " ~ stored_type ~ " in the YAML.") }}
             {%- endif -%}
-            {{ return("the model declares " ~ column.name ~ " " ~ column.data_type ~ ", the table has "
+            {{ return("the model declares " ~ column.name ~ " " ~ column.declared_type ~ ", the table has "
                 ~ stored_type) }}
         {%- endif -%}
     {%- endfor -%}
