@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--primary-key", default="order_id", help="the topic's key columns, comma-separated")
     args = ap.parse_args(argv)
     spark = get_session("local")
-    files = extract.list_source_files(spark, args.input)
+    files = extract.list_sink(spark, args.input).files
     keys = {f.topic: args.primary_key.split(",") for f in files}
     catalog = extract.catalog_frame(spark, files)
     lines = transform.attach_file_info(transform.split_lines(extract.read_lines(spark, files), catalog), catalog)

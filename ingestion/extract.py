@@ -248,11 +248,6 @@ def list_sink(spark: SparkSession, input_uri: str, topics: str | None = None) ->
     return listing
 
 
-def list_source_files(spark: SparkSession, input_uri: str, topics: str | None = None) -> list[SourceFile]:
-    """The sink files of list_sink."""
-    return list_sink(spark, input_uri, topics).files
-
-
 def within_offset_range(spark: SparkSession, files: list[SourceFile]) -> list[SourceFile]:
     """`files`, those whose last offset would pass Kafka's largest offset with a
     file-level error (and no start offset, so no offset wraps around). A file has at most

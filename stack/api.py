@@ -90,11 +90,12 @@ def _normalize(components: Iterable[str] | None) -> tuple[str, ...]:
 def info(components: Iterable[str] | None = None) -> StackInfo:
     """The ports, DSNs and credentials of the stack (started or not)."""
     settings, creds = _settings()
-    pg, maria = Postgres(settings), MariaDB(settings)
+    pg, maria, s3 = Postgres(settings), MariaDB(settings), S3Server(settings)
+    wanted = _normalize(components)
     return StackInfo(
         stack_dir=settings.stack_dir,
         logs_dir=settings.logs_dir,
-        components=_normalize(components),
+        components=wanted,
         credentials=creds,
         pg_host=HOST,
         pg_port=settings.pg_port,
@@ -108,9 +109,10 @@ def info(components: Iterable[str] | None = None) -> StackInfo:
         mariadb_debezium_connect_args=maria.debezium_connect_args(creds),
         kafka_bootstrap=settings.kafka_bootstrap,
         connect_url=settings.connect_url,
-        s3_endpoint=S3Server(settings).endpoint,
+        s3_endpoint=s3.endpoint,
         s3_bucket=S3_BUCKET,
-        s3_env=S3Server(settings).spark_env(),
+        # Only for a stack with the store: reading its keys generates them when unset.
+        s3_env=s3.spark_env() if "s3" in wanted else {},
         versions={
             "kafka": KAFKA_VERSION,
             "debezium": DEBEZIUM_VERSION,

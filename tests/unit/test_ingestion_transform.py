@@ -27,7 +27,7 @@ def write_sink_files(spark, root: Path, contents: list[bytes]) -> list[extract.S
     folder.mkdir(parents=True)
     for i, content in enumerate(contents):
         (folder / f"t.s.x+0+{i * 1000:010d}.json").write_bytes(content)
-    return extract.list_source_files(spark, str(root))
+    return extract.list_sink(spark, str(root)).files
 
 
 def numbered_lines(spark, root: Path, contents: list[bytes]) -> dict[int, list[tuple[int, str, bool]]]:
