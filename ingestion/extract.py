@@ -35,12 +35,16 @@ SKIP_HEARTBEAT = "heartbeat"
 SKIP_BOOKKEEPING = "bookkeeping"
 SKIP_COPYING = "copying"
 SKIP_OUTSIDE = "outside layout"
+SKIP_AWAITING_KEYS = "awaiting keys"
+SKIP_AWAITING_VALUES = "awaiting values"
 # How the run summary names each rule's count.
 SKIP_RULES = {
     SKIP_HEARTBEAT: "file(s) of Debezium heartbeat topics",
     SKIP_BOOKKEEPING: "Hadoop bookkeeping file(s) or folder(s) (names starting with '.' or '_')",
     SKIP_COPYING: "file(s) still being copied (._COPYING_)",
     SKIP_OUTSIDE: "file(s) or folder(s) outside <topic>/partition=<n>/ (not read)",
+    SKIP_AWAITING_KEYS: "newest file(s) of a partition whose record keys file is not written yet (read next run)",
+    SKIP_AWAITING_VALUES: "record keys file(s) whose values file is not written (read with it)",
 }
 
 HIDDEN_NOT_READ = (
@@ -57,10 +61,13 @@ RESERVED_REASON = (
 )
 # Hadoop's checksummed file systems cannot even open a path with ':' in a name.
 UNOPENABLE = ":"
-ACCEPTED = f"accepted: JSON lines of record values (JsonFormat) named {FILE_NAME_PATTERN}"
+ACCEPTED = (f"accepted: JSON lines of record values (JsonFormat) named {FILE_NAME_PATTERN}, "
+            "with their record keys in <name>.keys.json when the sink writes them")
 # Other formats and companion files of the S3 sink, by the end of their name.
+# The S3 sink's `store.kafka.keys=true` companion of `<name>.json`: its record keys, a
+# line per record in the same order (read with its values file: fill_record_keys).
+KEYS_SUFFIX = ".keys.json"
 OTHER_FORMATS = {
-    ".keys.json": "record keys file (the S3 sink's store.kafka.keys)",
     ".headers.json": "record headers file (the S3 sink's store.kafka.headers)",
     ".avro": "Avro container file (the S3 sink's AvroFormat)",
     ".parquet": "Parquet file (the S3 sink's ParquetFormat)",
@@ -81,6 +88,8 @@ class SourceFile:
     error: str | None  # set when every line of the file must go to quarantine
     size: int = 0  # bytes, as listed
     read: bool = True  # False: not read at all; one quarantine row stands for the file
+    keys_uri: str | None = None  # its record keys file (KEYS_SUFFIX), as Spark reports it
+    keys_read_path: str | None = None  # the same, as Hadoop's Path(String) expects it
 
 
 @dataclass(frozen=True)
@@ -206,7 +215,17 @@ def _skip_rule(name: str, is_file: bool, topic: str | None) -> str:
     return SKIP_OUTSIDE
 
 
+def _keys_name(name: str) -> str | None:
+    """The values file name a record keys file belongs to, or None for other names."""
+    if not name.endswith(KEYS_SUFFIX):
+        return None
+    values = name[: -len(KEYS_SUFFIX)] + ".json"
+    return values if parse_file_name(values) is not None else None
+
+
 def _list_partition(jvm: Any, fs: Any, folder: Any, topic: str, listing: Listing) -> None:
+    values: list[Any] = []
+    keys: dict[str, Any] = {}  # values file name -> status of its keys file
     for status in fs.listStatus(folder):
         name = status.getPath().getName()
         parsed = parse_file_name(name)
@@ -215,8 +234,37 @@ def _list_partition(jvm: Any, fs: Any, folder: Any, topic: str, listing: Listing
             listing.skipped.append(Skipped(status.getPath().toString(), _skip_rule(name, status.isFile(), topic)))
         elif topic.startswith(HEARTBEAT_PREFIX):
             listing.skipped.append(Skipped(status.getPath().toString(), SKIP_HEARTBEAT))
+        elif _keys_name(name) is not None and not hidden(name):
+            keys[_keys_name(name)] = status
         else:
-            listing.files.append(_source_file(jvm, status, topic, folder.getName()))
+            values.append(status)
+    names = {status.getPath().getName() for status in values}
+    for name, status in keys.items():
+        if name not in names:  # the sink writes the values file first: it may be on its way
+            listing.skipped.append(Skipped(status.getPath().toString(), SKIP_AWAITING_VALUES))
+    newest = _newest_unkeyed(names, set(keys))
+    for status in values:
+        name = status.getPath().getName()
+        if name == newest:
+            listing.skipped.append(Skipped(status.getPath().toString(), SKIP_AWAITING_KEYS))
+            continue
+        source = _source_file(jvm, status, topic, folder.getName())
+        if name in keys:
+            path = jvm.org.apache.hadoop.fs.Path(keys[name].getPath().toString())
+            source = replace(source, keys_uri=path.toUri().toString(), keys_read_path=literal_path(path.toString()))
+        listing.files.append(source)
+
+
+def _newest_unkeyed(values: set[str], keyed: set[str]) -> str | None:
+    """The values file the sink may still be writing the keys file of: the partition's
+    newest (highest start offset), when it has none and an older file of the partition
+    has one. Older files without keys come from before `store.kafka.keys` was on: read."""
+    offsets = {name: parsed.start_offset for name in values if (parsed := parse_file_name(name)) is not None}
+    if not offsets:
+        return None
+    newest = max(offsets, key=lambda name: offsets[name])
+    older_keyed = any(offsets[name] < offsets[newest] for name in keyed if name in offsets)
+    return newest if newest not in keyed and older_keyed else None
 
 
 def list_sink(spark: SparkSession, input_uri: str, topics: str | None = None) -> Listing:
@@ -311,4 +359,18 @@ def read_lines(spark: SparkSession, files: list[SourceFile]) -> DataFrame:
             F.monotonically_increasing_id().alias("_row_id"),
             F.col("value").alias("line"),
         )
+    )
+
+
+def read_key_lines(spark: SparkSession, files: list[SourceFile]) -> DataFrame:
+    """The lines of the record keys files of `files` as read_lines gives them, with
+    `_source_file` the URI of the values file each belongs to."""
+    keyed = [f for f in files if f.read and f.keys_read_path is not None]
+    if not keyed:
+        return spark.createDataFrame([], LINES_SCHEMA)
+    owners = spark.createDataFrame([(f.keys_uri, f.uri) for f in keyed], "_keys_file string, _values_file string")
+    lines = read_lines(spark, [replace(f, read_path=f.keys_read_path) for f in keyed])
+    return (
+        lines.join(F.broadcast(owners), lines["_source_file"] == owners["_keys_file"])
+        .select(F.col("_values_file").alias("_source_file"), "_block", "_row_id", "line")
     )

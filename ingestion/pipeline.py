@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator, Mapping
+from urllib.parse import unquote
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -205,7 +206,7 @@ def _run(spark: SparkSession, config: IngestConfig) -> RunSummary:
     ingested_at = datetime.now(timezone.utc).replace(tzinfo=None)  # session time zone is UTC
     key_map = _key_map(new_files, keys)
     catalog = extract.catalog_frame(spark, new_files)
-    lines = transform.attach_file_info(transform.split_lines(extract.read_lines(spark, new_files), catalog), catalog)
+    lines = transform.attach_file_info(transform.split_lines(_read_lines(spark, new_files), catalog), catalog)
     prepared = transform.prepare(lines, key_map, config.max_record_bytes)
     classified = transform.for_landing(prepared, transform.SPLIT_POSITION)
     input_bytes = _input_bytes(new_files)  # its keys: the bronze tables the run writes
@@ -239,6 +240,18 @@ def _run(spark: SparkSession, config: IngestConfig) -> RunSummary:
             for frame in cached:
                 frame.unpersist()
     return summary
+
+
+def _read_lines(spark: SparkSession, files: list[extract.SourceFile]) -> DataFrame:
+    """extract.read_lines of `files`, each line with its record key when its file has a
+    record keys file (transform.fill_record_keys); each file is read once."""
+    keyed = [f for f in files if f.read and f.keys_read_path is not None]
+    if not keyed:
+        return extract.read_lines(spark, files)
+    others = [f for f in files if f not in keyed]
+    names = {f.uri: unquote((f.keys_uri or "").rsplit("/", 1)[-1]) for f in keyed}
+    with_keys = transform.fill_record_keys(extract.read_lines(spark, keyed), extract.read_key_lines(spark, keyed), names)
+    return with_keys.unionByName(transform.without_record_keys(extract.read_lines(spark, others)))
 
 
 def _resolve_copies(

@@ -92,7 +92,9 @@ def split_lines(raw: DataFrame, catalog: DataFrame) -> DataFrame:
     `_line_bytes` and a `\r` before the newline dropped from `line`; plus one line for
     each file Spark reads no line from: empty for an empty file, null for a file not read
     (their file-level error sends it to quarantine: nothing is silently skipped)."""
+    carried = [c for c in raw.columns if c not in LINES_COLUMNS]  # e.g. fill_record_keys's
     lines = raw.select(
+        *carried,
         "_source_file",
         "_block",
         "_row_id",
@@ -105,6 +107,7 @@ def split_lines(raw: DataFrame, catalog: DataFrame) -> DataFrame:
         .otherwise(F.col("line")).alias("line"),
     )
     empty = catalog.where((F.col("_size") == 0) | ~F.col("_read")).select(
+        *[F.lit(None).cast(raw.schema[c].dataType).alias(c) for c in carried],
         "_source_file",
         F.lit(0).cast("bigint").alias("_block"),
         F.lit(0).cast("bigint").alias("_row_id"),
@@ -112,6 +115,55 @@ def split_lines(raw: DataFrame, catalog: DataFrame) -> DataFrame:
         F.when(F.col("_read"), F.lit("")).alias("line"),
     )
     return lines.unionByName(empty)
+
+
+LINES_COLUMNS = ("_source_file", "_block", "_row_id", "line")
+KEYS_MISMATCH = ("its record keys file {keys} has {keys_lines} line(s) for {lines} record(s): the S3 sink "
+                 "writes one key per record, in order, so no key can be matched to its record; copy both files again")
+
+
+def _numbered(lines: DataFrame) -> DataFrame:
+    """Lines of read_lines with `_line_index` (0-based in the file) and `_file_lines`: a
+    window over the file, for the few files that have a record keys file."""
+    in_file = Window.partitionBy("_source_file")
+    return lines.withColumns({
+        "_line_index": F.row_number().over(in_file.orderBy("_block", "_row_id")) - 1,
+        "_file_lines": F.count(F.lit(1)).over(in_file),
+    })
+
+
+def fill_record_keys(keyed: DataFrame, key_lines: DataFrame, keys_files: Mapping[str, str]) -> DataFrame:
+    """Lines of values files (read_lines) with the record key of each in `_key`: line i of
+    its keys file (extract.read_key_lines), `_keys_file` true; `keys_files` maps a values
+    file's URI to its keys file's name. When the two files' line counts differ, no key can
+    be matched: `_keys_error` holds the reason, which quarantines the file's records."""
+    keys = _numbered(key_lines).select(
+        "_source_file", "_line_index", F.col("_file_lines").alias("_key_lines"),
+        F.when(F.col("line").endswith("\r"), F.col("line").substr(F.lit(1), F.length("line") - 1))
+        .otherwise(F.col("line")).alias("_key"))
+    names = keyed.sparkSession.createDataFrame(list(keys_files.items()), "_source_file string, _keys_name string")
+    per_file = keys.groupBy("_source_file").agg(F.max("_key_lines").alias("_key_lines"))
+    joined = (
+        _numbered(keyed)
+        .join(keys.drop("_key_lines"), ["_source_file", "_line_index"], "left")
+        .join(per_file, "_source_file", "left")
+        .join(F.broadcast(names), "_source_file", "left")
+    )
+    matched = F.coalesce(F.col("_key_lines"), F.lit(0)) == F.col("_file_lines")
+    return joined.select(
+        *LINES_COLUMNS,
+        F.when(matched, F.col("_key")).alias("_key"),
+        F.lit(True).alias("_keys_file"),
+        F.when(~matched, F.format_string(
+            KEYS_MISMATCH.format(keys="%s", keys_lines="%d", lines="%d"),
+            F.col("_keys_name"), F.coalesce(F.col("_key_lines"), F.lit(0)), F.col("_file_lines"))).alias("_keys_error"),
+    )
+
+
+def without_record_keys(lines: DataFrame) -> DataFrame:
+    """Lines of values files without a keys file, with the columns fill_record_keys adds."""
+    return lines.withColumns({
+        "_key": F.lit(None).cast("string"), "_keys_file": F.lit(False), "_keys_error": F.lit(None).cast("string")})
 
 
 def split_stats(lines: DataFrame) -> DataFrame:
@@ -172,8 +224,12 @@ def place_lines(lines: DataFrame, stats: Iterable[Mapping], files: Iterable[Sour
 
 
 def attach_file_info(lines: DataFrame, catalog: DataFrame) -> DataFrame:
-    """Add topic, partition, table and file-level errors from the file list."""
-    return lines.join(F.broadcast(catalog), "_source_file", "left").drop("_start_offset", "_size", "_read")
+    """Add topic, partition, table and file-level errors from the file list (and from
+    fill_record_keys, when its keys file does not match the values file)."""
+    joined = lines.join(F.broadcast(catalog), "_source_file", "left").drop("_start_offset", "_size", "_read")
+    if "_keys_error" not in joined.columns:
+        return joined
+    return joined.withColumn("_file_error", F.coalesce("_file_error", "_keys_error")).drop("_keys_error")
 
 
 def _has_key(m: Column, key: str) -> Column:
@@ -336,10 +392,10 @@ def fill_key_from_record_key(records: DataFrame) -> DataFrame:
 
 
 KEY_LOST_WITHOUT_RECORD_KEY = (
-    ": the delete's key was lost upstream and sink files carry no Kafka record key (the sink's "
-    "`.keys.json` files are not read yet); give the source table a full before image (`ALTER TABLE ... "
-    "REPLICA IDENTITY FULL`, or DEFAULT with a primary key), or ingest the topic from Kafka, where the "
-    "record key fills it in")
+    ": the delete's key was lost upstream and this sink file has no record keys file; give the source "
+    "table a full before image (`ALTER TABLE ... REPLICA IDENTITY FULL`, or DEFAULT with a primary key), "
+    "have the S3 sink write the keys (`store.kafka.keys=true`: `<name>.keys.json` beside each file), or "
+    "ingest the topic from Kafka, where the record key fills it in")
 KEY_LOST_WITH_RECORD_KEY = (
     ": the delete's key was lost upstream and its Kafka record key is null or lacks it too; give the "
     "source table a full before image (`ALTER TABLE ... REPLICA IDENTITY FULL`, or DEFAULT with a "
@@ -442,7 +498,10 @@ def classify(records: DataFrame, primary_keys: dict[str, list[str]], max_record_
         F.from_json(F.when(F.col("_op") == "d", F.col("_before")).otherwise(F.col("_after")), MAP)
     )
     missing = F.filter(key_columns, lambda c: F.coalesce(F.col("_key_image")[c].isNull(), F.lit(True)))
-    key_lost = KEY_LOST_WITH_RECORD_KEY if "_key" in records.columns else KEY_LOST_WITHOUT_RECORD_KEY
+    if "_keys_file" in records.columns:  # sink files: those with a keys file had their record key
+        key_lost = F.when(F.col("_keys_file"), F.lit(KEY_LOST_WITH_RECORD_KEY)).otherwise(F.lit(KEY_LOST_WITHOUT_RECORD_KEY))
+    else:
+        key_lost = F.lit(KEY_LOST_WITH_RECORD_KEY if "_key" in records.columns else KEY_LOST_WITHOUT_RECORD_KEY)
     key_reason = F.when(
         key_columns.isNotNull() & (F.size(missing) > 0),
         F.format_string(
@@ -450,7 +509,7 @@ def classify(records: DataFrame, primary_keys: dict[str, list[str]], max_record_
             F.array_join(missing, ", "),
             image_name,
             F.coalesce(F.col("_op"), F.lit("none")),
-            F.when(F.coalesce(F.col("_deleted"), F.lit(False)), F.lit(key_lost)).otherwise(F.lit("")),
+            F.when(F.coalesce(F.col("_deleted"), F.lit(False)), key_lost).otherwise(F.lit("")),
         ),
     )
     # `t` (truncate) has no row and no key; a flattened record without __op is a plain row.

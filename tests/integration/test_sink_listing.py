@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 import pytest
 
-from ingestion import extract
+from ingestion import extract, transform
 from ingestion.pipeline import IngestConfig, RunSummary, run
 from tests.support.lakehouse import drop_schemas
 
@@ -184,24 +184,95 @@ def test_files_the_reader_does_not_take_say_what_they_are(ingest, tmp_path):
     topic = "pg.public.film"
     avro = write(root, topic, f"{topic}+0+0.avro", b"Obj\x01\x04\x14avro.codec\x08null")
     parquet = write(root, topic, f"{topic}+0+0.parquet", b"PAR1\x15\x04PAR1")
-    keys = write(root, topic, f"{topic}+0+0.keys.json", '{"id":1}\n')
     wire = write(root, topic, f"{topic}+0+0.json",
                  b"\x00\x00\x00\x00\x07\x02\x06abc\n" + record(1, "J").encode() + b"\n")
 
     summary, bronze, quarantine, ledger = ingest()
 
-    accepted = "accepted: JSON lines of record values (JsonFormat) named <topic>+<partition>+<startOffset>.json"
+    accepted = ("accepted: JSON lines of record values (JsonFormat) named <topic>+<partition>+<startOffset>.json, "
+                "with their record keys in <name>.keys.json when the sink writes them")
     assert bronze == [("pg_public_film", topic, 0, 1, uri(wire), 2, '{"id":1,"name":"J"}')]
     assert quarantine == sorted([
         (topic, 0, None, uri(avro), 1,
          f"Avro container file (the S3 sink's AvroFormat): not read yet; {accepted}", None),
         (topic, 0, None, uri(parquet), 1,
          f"Parquet file (the S3 sink's ParquetFormat): not read yet; {accepted}", None),
-        (topic, 0, None, uri(keys), 1,
-         f"record keys file (the S3 sink's store.kafka.keys): not read yet; {accepted}", None),
         (topic, 0, 0, uri(wire), 1,
          "Confluent wire-format bytes (schema id 7): records serialized with a schema registry (Avro, Protobuf "
          "or JSON Schema converter), not JSON; accepted: JSON lines (JsonConverter, schemas on or off)",
          "\x00\x00\x00\x00\x07\x02\x06abc"),
     ], key=repr)
-    assert summary.quarantined == 4
+    assert summary.quarantined == 3
+
+
+def test_record_keys_files_fill_the_keys_deletes_lost(spark, tmp_path):
+    """With `store.kafka.keys=true` the S3 sink writes `<name>.keys.json` beside each file,
+    a key per record in order: a delete whose value lost its key (REPLICA IDENTITY without
+    a before image) takes it from there and lands. Without a keys file, or with one that
+    does not match line for line, the record is quarantined saying why; a newest file
+    whose keys file is not there yet and a keys file without its values file wait, counted."""
+    root = tmp_path / "topics"
+    topic = "pg.public.actor"
+    src = {"lsn": 7, "ts_ms": 1}
+
+    def delete_without_key() -> str:
+        return json.dumps({"before": None, "after": None, "source": src, "op": "d"})
+
+    def key(n: int, wrapped: bool = False) -> str:
+        payload = {"actor_id": n}
+        return json.dumps({"schema": {"type": "struct", "fields": []}, "payload": payload} if wrapped else payload)
+
+    def create(n: int) -> str:
+        return json.dumps({"before": None, "after": {"actor_id": n, "name": f"a{n}"}, "source": src, "op": "c"})
+
+    # partition 0: keyed files; the newest has no keys file yet
+    keyed = sink_file(root, topic, 0, [create(1), create(2), delete_without_key()])
+    write(root, topic, f"{topic}+0+0.keys.json", "".join(f"{k}\n" for k in (key(1), key(2, True), key(1, True))))
+    waiting = sink_file(root, topic, 3, [delete_without_key()])
+    # partition 1: a keys file one line short; partition 2: keys without values;
+    # partition 3: no keys at all
+    short = sink_file(root, topic, 0, [create(5), delete_without_key()], partition=1)
+    write(root, topic, f"{topic}+1+0.keys.json", key(5) + "\n", "partition=1")
+    orphan = write(root, topic, f"{topic}+2+0.keys.json", key(9) + "\n", "partition=2")
+    unkeyed = sink_file(root, topic, 0, [delete_without_key()], partition=3)
+    sources = tmp_path / "sources.yml"
+    sources.write_text(json.dumps({"sources": [{"name": "bronze", "tables": [
+        {"name": "pg_public_actor", "meta": {"topic": topic, "primary_key": ["actor_id"]}}]}]}))
+    schema = "bronze_record_keys"
+    drop_schemas(spark, [schema])
+
+    def ingest() -> tuple[RunSummary, list[tuple], list[tuple]]:
+        summary = run(spark, IngestConfig(input_uri=str(root), bronze_schema=schema, sources_yml=sources))
+        bronze = sorted(tuple(r) for r in spark.sql(
+            f"select _partition, _offset, _op, _before, _after from `{schema}`.pg_public_actor").collect())
+        quarantine = sorted((tuple(r) for r in spark.sql(
+            f"select _partition, _offset, _source_file, reason from `{schema}`._quarantine").collect()), key=repr)
+        return summary, bronze, quarantine
+
+    try:
+        summary, bronze, quarantine = ingest()
+        # the mismatched file's records are all quarantined, its good one too (file-level)
+        assert bronze == [
+            (0, 0, "c", None, '{"actor_id":1,"name":"a1"}'),
+            (0, 1, "c", None, '{"actor_id":2,"name":"a2"}'),
+            (0, 2, "d", '{"actor_id":1}', None),
+        ], bronze
+        mismatch = transform.KEYS_MISMATCH.format(keys=f"{topic}+1+0.keys.json", keys_lines=1, lines=2)
+        lost = "primary key column(s) [actor_id] missing or null in row image `before` (op 'd')"
+        assert quarantine == sorted([
+            (1, 0, uri(short), mismatch),
+            (1, 1, uri(short), mismatch),
+            (3, 0, uri(unkeyed), lost + transform.KEY_LOST_WITHOUT_RECORD_KEY),
+        ], key=repr)
+        assert summary.skipped == {extract.SKIP_AWAITING_KEYS: 1, extract.SKIP_AWAITING_VALUES: 1}
+        assert "1 newest file(s) of a partition whose record keys file is not written yet" in summary.render()
+        assert orphan.exists() and keyed.exists() and waiting.exists()  # nothing moved or deleted
+
+        # the keys file arrives: the waiting file lands with its key (a key without the
+        # JsonConverter wrapper is kept as sent); nothing else is read again
+        write(root, topic, f"{topic}+0+3.keys.json", key(2) + "\n")
+        summary, bronze, _ = ingest()
+        assert [t.files for t in summary.tables] == [1] and summary.files_skipped == 3
+        assert (0, 3, "d", '{"actor_id": 2}', None) in bronze
+    finally:
+        drop_schemas(spark, [schema])
