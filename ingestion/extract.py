@@ -27,6 +27,12 @@ LINES_SCHEMA = "_source_file string, _block bigint, _row_id bigint, line string"
 # Kafka's own bounds: partitions are int32, offsets int64.
 MAX_PARTITION = 2**31 - 1
 MAX_OFFSET = 2**63 - 1
+# Files of other partitioners (time, field, custom folders) hold records of one Kafka
+# partition in offset order but not every offset in between, so a record's offset is
+# not in the files: its position is `start offset * LINE_SLOTS + line index`, unique
+# (no two files of a partition share a start offset) and in the order the files allow.
+LINE_SLOTS = 2**20
+MAX_FOLDER_DEPTH = 8
 
 # Debezium's heartbeat topics (`topic.heartbeat.prefix`, default `__debezium-heartbeat`):
 # their records carry the connector's source position, no row change.
@@ -42,7 +48,7 @@ SKIP_RULES = {
     SKIP_HEARTBEAT: "file(s) of Debezium heartbeat topics",
     SKIP_BOOKKEEPING: "Hadoop bookkeeping file(s) or folder(s) (names starting with '.' or '_')",
     SKIP_COPYING: "file(s) still being copied (._COPYING_)",
-    SKIP_OUTSIDE: "file(s) or folder(s) outside <topic>/partition=<n>/ (not read)",
+    SKIP_OUTSIDE: "file(s) or folder(s) outside the sink's layouts (not read)",
     SKIP_AWAITING_KEYS: "newest file(s) of a partition whose record keys file is not written yet (read next run)",
     SKIP_AWAITING_VALUES: "record keys file(s) whose values file is not written (read with it)",
 }
@@ -88,6 +94,9 @@ class SourceFile:
     error: str | None  # set when every line of the file must go to quarantine
     size: int = 0  # bytes, as listed
     read: bool = True  # False: not read at all; one quarantine row stands for the file
+    # True: in `<topic>/partition=<n>/` (DefaultPartitioner), offset = start offset + line
+    # index; False: another partitioner's folders, position as LINE_SLOTS says.
+    contiguous: bool = True
     keys_uri: str | None = None  # its record keys file (KEYS_SUFFIX), as Spark reports it
     keys_read_path: str | None = None  # the same, as Hadoop's Path(String) expects it
 
@@ -154,34 +163,45 @@ def _in_range(number: int | None, largest: int) -> int | None:
     return number if number is not None and number <= largest else None
 
 
-def _describe(path_name: str, topic_dir: str, partition_dir: str) -> tuple[int | None, int | None, str | None]:
-    """(partition, start offset, error) for a file from its name and its two parent folders;
-    numbers Kafka cannot have are None (the error says why)."""
+def _describe(
+    path_name: str, topic_dir: str, partition_dir: str | None
+) -> tuple[int | None, int | None, str | None]:
+    """(partition, start offset, error) for a file from its name, its topic folder and,
+    in the default layout, its `partition=<n>` folder (None in other partitioners'
+    folders, which say nothing of the partition); numbers Kafka cannot have are None (the
+    error says why)."""
     parsed = parse_file_name(path_name)
-    dir_partition = _in_range(partition_of_dir(partition_dir), MAX_PARTITION)
-    expected = f"expected {FILE_NAME_PATTERN} inside {topic_dir}/partition=<n>"
-    reserved = _name_error(path_name, topic_dir, partition_dir)
+    dir_partition = None if partition_dir is None else _in_range(partition_of_dir(partition_dir), MAX_PARTITION)
+    where = f"{topic_dir}/partition=<n>" if partition_dir is not None else f"{topic_dir}/ or its folders"
+    expected = f"expected {FILE_NAME_PATTERN} inside {where}"
+    reserved = _name_error(path_name, topic_dir, partition_dir or "")
     if parsed is None:
         return dir_partition, None, reserved or _other_format(path_name) or f"bad file name {path_name!r}: {expected}"
     bounds = _bounds_error(path_name, parsed.partition, parsed.start_offset)
+    if bounds is None and partition_dir is None and parsed.start_offset >= (MAX_OFFSET + 1) // LINE_SLOTS:
+        bounds = (f"bad file name {path_name!r}: start offset {parsed.start_offset} is too large for a file "
+                  f"outside partition=<n> folders, whose positions are start offset * {LINE_SLOTS} + line "
+                  f"(largest: {(MAX_OFFSET + 1) // LINE_SLOTS - 1})")
     if bounds is not None:
         return _in_range(parsed.partition, MAX_PARTITION), None, bounds
-    if parsed.topic != topic_dir or parsed.partition != partition_of_dir(partition_dir):
-        return dir_partition, None, reserved or (
+    folder_partition = parsed.partition if partition_dir is None else partition_of_dir(partition_dir)
+    if parsed.topic != topic_dir or parsed.partition != folder_partition:
+        return dir_partition if partition_dir is not None else parsed.partition, None, reserved or (
             f"bad file name {path_name!r}: topic/partition do not match its folder "
-            f"{topic_dir}/{partition_dir} ({expected})"
+            f"{topic_dir}/{partition_dir or '...'} ({expected})"
         )
     return parsed.partition, parsed.start_offset, reserved
 
 
-def _source_file(jvm: Any, status: Any, topic: str, partition_dir: str) -> SourceFile:
-    """The SourceFile of a listed file in <topic>/<partition_dir>/."""
+def _source_file(jvm: Any, status: Any, topic: str, partition_dir: str | None, folders: str) -> SourceFile:
+    """The SourceFile of a listed file in <topic>/<partition_dir>/ (partition_dir None:
+    in other partitioners' folders, named `folders`)."""
     # Parsed again from its text, as Spark does with the paths it reads: a listing's
     # `file:///x` becomes `file:/x`, the form `_metadata.file_path` reports.
     path = jvm.org.apache.hadoop.fs.Path(status.getPath().toString())
     name = path.getName()
     partition, start_offset, error = _describe(name, topic, partition_dir)
-    read = _readable(name, topic + partition_dir + name)
+    read = _readable(name, topic + folders + name)
     if hidden(name):
         error = error or HIDDEN_NOT_READ
     if error is None and status.getLen() == 0:
@@ -201,6 +221,7 @@ def _source_file(jvm: Any, status: Any, topic: str, partition_dir: str) -> Sourc
         error=error,
         size=int(status.getLen()),
         read=read,
+        contiguous=partition_dir is not None,
     )
 
 
@@ -223,14 +244,21 @@ def _keys_name(name: str) -> str | None:
     return values if parse_file_name(values) is not None else None
 
 
-def _list_partition(jvm: Any, fs: Any, folder: Any, topic: str, listing: Listing) -> None:
+def _list_partition(jvm: Any, fs: Any, folder: Any, topic: str, listing: Listing,
+                    partition_dir: str | None = None, depth: int = 0) -> None:
+    """The files of one folder: a `partition=<n>` folder (`partition_dir` its name), or a
+    folder `depth` levels down another partitioner's tree under the topic, whose
+    subfolders are listed too."""
     values: list[Any] = []
     keys: dict[str, Any] = {}  # values file name -> status of its keys file
     for status in fs.listStatus(folder):
         name = status.getPath().getName()
         parsed = parse_file_name(name)
         own = parsed is not None and parsed.topic == topic
-        if status.isDirectory() or (hidden(name) and not own) or name.endswith("._COPYING_"):
+        if (status.isDirectory() and partition_dir is None and not hidden(name)
+                and not topic.startswith(HEARTBEAT_PREFIX) and depth < MAX_FOLDER_DEPTH):
+            _list_partition(jvm, fs, status.getPath(), topic, listing, None, depth + 1)
+        elif status.isDirectory() or (hidden(name) and not own) or name.endswith("._COPYING_"):
             listing.skipped.append(Skipped(status.getPath().toString(), _skip_rule(name, status.isFile(), topic)))
         elif topic.startswith(HEARTBEAT_PREFIX):
             listing.skipped.append(Skipped(status.getPath().toString(), SKIP_HEARTBEAT))
@@ -248,11 +276,21 @@ def _list_partition(jvm: Any, fs: Any, folder: Any, topic: str, listing: Listing
         if name == newest:
             listing.skipped.append(Skipped(status.getPath().toString(), SKIP_AWAITING_KEYS))
             continue
-        source = _source_file(jvm, status, topic, folder.getName())
+        source = _source_file(jvm, status, topic, partition_dir, _folders_below_topic(folder, depth))
         if name in keys:
             path = jvm.org.apache.hadoop.fs.Path(keys[name].getPath().toString())
             source = replace(source, keys_uri=path.toUri().toString(), keys_read_path=literal_path(path.toString()))
         listing.files.append(source)
+
+
+def _folders_below_topic(folder: Any, depth: int) -> str:
+    """The names of the `depth` folders from the topic's folder down to `folder` (a
+    partition folder: its own name), as one string."""
+    names = []
+    for _ in range(max(depth, 1)):
+        names.append(folder.getName())
+        folder = folder.getParent()
+    return "/".join(reversed(names))
 
 
 def _newest_unkeyed(values: set[str], keyed: set[str]) -> str | None:
@@ -289,11 +327,21 @@ def list_sink(spark: SparkSession, input_uri: str, topics: str | None = None) ->
         for status in fs.listStatus(topic_status.getPath()):
             name = status.getPath().getName()
             if status.isDirectory() and name.startswith("partition="):
-                _list_partition(jvm, fs, status.getPath(), topic, listing)
+                _list_partition(jvm, fs, status.getPath(), topic, listing, name)
+            elif status.isDirectory() and not hidden(name) and not topic.startswith(HEARTBEAT_PREFIX):
+                # another partitioner: time (year=/month=/...), field (<field>=<value>/), custom
+                _list_partition(jvm, fs, status.getPath(), topic, listing, None, 1)
             else:
                 listing.skipped.append(Skipped(status.getPath().toString(), _skip_rule(name, status.isFile(), topic)))
     listing.files.sort(key=lambda f: f.uri)
     return listing
+
+
+def first_position(f: SourceFile) -> int | None:
+    """The bronze `_offset` of the file's first line (see LINE_SLOTS)."""
+    if f.start_offset is None:
+        return None
+    return f.start_offset if f.contiguous else f.start_offset * LINE_SLOTS
 
 
 def within_offset_range(spark: SparkSession, files: list[SourceFile]) -> list[SourceFile]:
@@ -302,7 +350,7 @@ def within_offset_range(spark: SparkSession, files: list[SourceFile]) -> list[So
     as many lines as bytes, so only files starting within their size of the largest
     offset are counted, in one small job."""
     suspects = [f for f in files if f.read and f.error is None and f.start_offset is not None
-                and f.start_offset + f.size > MAX_OFFSET]
+                and (f.start_offset + f.size > MAX_OFFSET or (not f.contiguous and f.size >= LINE_SLOTS))]
     if not suspects:
         return files
     lines = {r["_source_file"]: r["count"] for r in read_lines(spark, suspects).groupBy("_source_file").count().collect()}
@@ -310,9 +358,14 @@ def within_offset_range(spark: SparkSession, files: list[SourceFile]) -> list[So
 
 
 def _offset_range_checked(f: SourceFile, lines: int) -> SourceFile:
-    if f.start_offset is None or f.start_offset + lines - 1 <= MAX_OFFSET:
-        return f
     name = re.sub(r"\\(.)", r"\1", f.read_path).rsplit("/", 1)[-1]
+    if f.start_offset is not None and not f.contiguous and lines > LINE_SLOTS:
+        return replace(f, start_offset=None, error=(
+            f"too many records: {name!r} has {lines} line(s); a file outside partition=<n> folders can "
+            f"have at most {LINE_SLOTS} (positions are start offset * {LINE_SLOTS} + line): lower the "
+            "sink's flush.size"))
+    if f.start_offset is None or not f.contiguous or f.start_offset + lines - 1 <= MAX_OFFSET:
+        return f
     return replace(f, start_offset=None, error=(
         f"offsets out of range: {name!r} has {lines} line(s) from start offset "
         f"{f.start_offset}, which passes Kafka's largest offset {MAX_OFFSET}"))
@@ -324,9 +377,9 @@ def share_offsets(files: list[SourceFile], lines: Mapping[str, int]) -> bool:
     disjoint ranges; overlaps come from a range written again under another start
     offset (e.g. by a sink restarted with other flush settings) or a copied file."""
     ranges = sorted(
-        (f.topic, f.partition, f.start_offset, f.start_offset + lines.get(f.uri, 0))
+        (f.topic, f.partition, first, first + lines.get(f.uri, 0))
         for f in files
-        if f.error is None and f.partition is not None and f.start_offset is not None
+        if f.error is None and f.partition is not None and (first := first_position(f)) is not None
     )
     # Sorted by start: a range that overlaps any later one overlaps the next one.
     return any(a[:2] == b[:2] and b[2] < a[3] for a, b in zip(ranges, ranges[1:]))

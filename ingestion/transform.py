@@ -14,7 +14,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
-from ingestion.extract import SourceFile
+from ingestion.extract import SourceFile, first_position
 
 MAP = "map<string,string>"
 # The envelope's `source` fields bronze keeps as columns. All strings, as in MAP (any JSON
@@ -195,7 +195,8 @@ def split_positions(stats: Iterable[Mapping], files: Iterable[SourceFile]) -> li
         for r in splits:
             base = before - r["first_row_id"]
             last = r["first_row_id"] + r["lines"] - 1 if unterminated and before + r["lines"] == file_lines else None
-            positions.append((f.uri, r["_block"], None if f.start_offset is None else f.start_offset + base, base, last))
+            first = first_position(f)
+            positions.append((f.uri, r["_block"], None if first is None else first + base, base, last))
             before += r["lines"]
     return positions
 
