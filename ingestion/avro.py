@@ -157,11 +157,18 @@ def decimal_bytes(value: Column, kind: DecimalType) -> Column:
     if kind.precision <= 18:
         hex_digits = _long_hex(digits.cast("bigint"))
     else:
+        # Two longs, high * 2^64 + low (Spark's hex() takes no wider number), from the
+        # magnitude, whose steps cannot overflow decimal(38,0), then negated in two's complement.
         unscaled = digits.cast("decimal(38,0)")
-        low = F.pmod(unscaled, F.lit(TWO_64).cast("decimal(20,0)"))
-        high = ((unscaled - low) / F.lit(TWO_64).cast("decimal(20,0)")).cast("bigint")
-        low_signed = F.when(low >= F.lit(TWO_63).cast("decimal(20,0)"), low - F.lit(TWO_64).cast("decimal(20,0)")) \
-            .otherwise(low).cast("bigint")
+        two_64 = F.lit(str(TWO_64)).cast("decimal(20,0)")
+        magnitude = F.abs(unscaled)
+        low_m = F.pmod(magnitude, two_64)
+        high_m = ((magnitude - low_m) / two_64).cast("bigint")
+        negative = unscaled < 0
+        borrow = negative & (low_m > 0)
+        high = F.when(borrow, -high_m - 1).when(negative, -high_m).otherwise(high_m)
+        low = F.when(borrow, two_64 - low_m).otherwise(low_m)
+        low_signed = F.when(low >= F.lit(str(TWO_63)).cast("decimal(20,0)"), low - two_64).otherwise(low).cast("bigint")
         hex_digits = F.concat(_long_hex(high), _long_hex(low_signed))
     return F.unhex(F.regexp_replace(hex_digits, REDUNDANT_SIGN_BYTES, ""))
 

@@ -469,5 +469,6 @@ def inspect_binary(spark: SparkSession, files: list[SourceFile]) -> list[SourceF
                 schema = _parquet_schema(spark, fs, path, jvm, name, f.size)
             checked.append(replace(f, reader_schema=schema))
         except SinkFileError as exc:
-            checked.append(replace(f, read=False, error=f.error or str(exc)))
+            # No offset is claimed for records that were not read.
+            checked.append(replace(f, read=False, start_offset=None, error=f.error or str(exc)))
     return checked

@@ -179,7 +179,7 @@ def test_names_and_offsets_kafka_cannot_have_are_quarantined_per_file(ingest, tm
     assert len(ledger) == 8
 
 
-def test_files_the_reader_does_not_take_say_what_they_are(ingest, tmp_path):
+def test_files_the_reader_cannot_take_say_what_they_are(ingest, tmp_path):
     root = tmp_path / "topics"
     topic = "pg.public.film"
     avro = write(root, topic, f"{topic}+0+0.avro", b"Obj\x01\x04\x14avro.codec\x08null")
@@ -190,13 +190,13 @@ def test_files_the_reader_does_not_take_say_what_they_are(ingest, tmp_path):
 
     summary, bronze, quarantine, ledger = ingest()
 
-    accepted = "accepted: JSON lines of record values (JsonFormat) named <topic>+<partition>+<startOffset>.json"
+    accepted = ("accepted: record values as JSON lines (JsonFormat), Avro container files (AvroFormat) or Parquet "
+                "files (ParquetFormat) named <topic>+<partition>+<startOffset>.json (or .avro, [.<codec>].parquet)")
     assert bronze == [("pg_public_film", topic, 0, 1, uri(wire), 2, '{"id":1,"name":"J"}')]
     assert quarantine == sorted([
-        (topic, 0, None, uri(avro), 1,
-         f"Avro container file (the S3 sink's AvroFormat): not read yet; {accepted}", None),
+        (topic, 0, None, uri(avro), 1, f"{topic}+0+0.avro: cut short inside its Avro header (21 bytes)", None),
         (topic, 0, None, uri(parquet), 1,
-         f"Parquet file (the S3 sink's ParquetFormat): not read yet; {accepted}", None),
+         f"{topic}+0+0.parquet: not a Parquet file (10 bytes, less than its magic and footer)", None),
         (topic, 0, None, uri(keys), 1,
          f"record keys file (the S3 sink's store.kafka.keys): not read yet; {accepted}", None),
         (topic, 0, 0, uri(wire), 1,
