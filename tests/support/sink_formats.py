@@ -17,7 +17,6 @@ from __future__ import annotations
 import base64
 import json
 from datetime import date, timedelta
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -100,8 +99,9 @@ def avro_value(value: Any, connect: dict) -> Any:
     if kind == "map":
         return {k: avro_value(v, connect["values"]) for k, v in value.items()}
     if name == DECIMAL:
-        unscaled = int.from_bytes(base64.b64decode(value), "big", signed=True)
-        return Decimal(unscaled).scaleb(-int(connect["parameters"]["scale"]))
+        # The unscaled value's BigInteger.toByteArray, which AvroData writes and JsonConverter
+        # sends base64 (fastavro would write a Decimal object in bytes of its own choosing).
+        return base64.b64decode(value)
     if name == "org.apache.kafka.connect.data.Date":
         return EPOCH + timedelta(days=value)
     if kind == "bytes":
@@ -133,10 +133,14 @@ def write_avro(path: Path, values: list[dict], block_records: int = 1000, codec:
         writer.flush()
 
 
-def write_parquet(spark: Any, avro_file: Path, path: Path, codec: str = "SNAPPY") -> None:
+def write_parquet(spark: Any, avro_file: Path, path: Path, codec: str = "SNAPPY", old_lists: bool = True) -> None:
     """A Parquet file of the records of `avro_file`, written with parquet-avro's
-    AvroParquetWriter (the Hudi bundle carries it) and the Avro file's schema."""
+    AvroParquetWriter (the Hudi bundle carries it) and the Avro file's schema. Arrays in
+    parquet-avro's default two-level list structure, which cannot hold a null element,
+    or with `old_lists` false in the three-level one."""
     jvm = spark._jvm
+    conf = jvm.org.apache.hadoop.conf.Configuration(spark._jsc.hadoopConfiguration())
+    conf.setBoolean("parquet.avro.write-old-list-structure", old_lists)
     reader = jvm.org.apache.avro.file.DataFileReader(
         jvm.java.io.File(str(avro_file)), jvm.org.apache.avro.generic.GenericDatumReader())
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -144,7 +148,7 @@ def write_parquet(spark: Any, avro_file: Path, path: Path, codec: str = "SNAPPY"
         jvm.org.apache.parquet.avro.AvroParquetWriter.builder(jvm.org.apache.hadoop.fs.Path("file:" + str(path)))
         .withSchema(reader.getSchema())
         .withCompressionCodec(jvm.org.apache.parquet.hadoop.metadata.CompressionCodecName.valueOf(codec))
-        .withConf(spark._jsc.hadoopConfiguration())
+        .withConf(conf)
         .build()
     )
     try:
