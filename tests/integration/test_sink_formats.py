@@ -10,6 +10,7 @@ Connect schema (tests/support/sink_formats.py), as the sink's formats store them
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import shutil
 from pathlib import Path
@@ -29,16 +30,16 @@ pytestmark = pytest.mark.integration
 
 FIXTURES = ROOT / "tests" / "fixtures" / "debezium" / "pagila-envelope"
 # The recorded topics with every Debezium type the recording holds: Decimal, Enum, arrays,
-# Tsvector, MicroTimestamp (film, payment), Date (customer), ZonedTimestamp and a column
-# added mid-stream (rental).
-RECORDED_TOPICS = ("pagila.public.film", "pagila.public.payment", "pagila.public.customer", "pagila.public.rental")
+# Tsvector, MicroTimestamp (film), Date (customer), ZonedTimestamp and a column added
+# mid-stream (rental).
+RECORDED_TOPICS = ("pagila.public.film", "pagila.public.customer", "pagila.public.rental")
 # What the sink's flush.size would give: files of a few records.
 FLUSH_SIZE = 3
 # Every bronze column but the file a row came from and the time it landed.
 COMPARED = [name for name, _ in BRONZE_COLUMNS if name not in ("_source_file", "_ingested_at")]
 # The formats the mixed input cycles through, file by file: (suffix, Avro codec or Parquet codec).
-MIXED = [(".snappy.parquet", "SNAPPY"), (".avro", "deflate"), (".gz.parquet", "GZIP"), (".json", None),
-         (".parquet", "UNCOMPRESSED"), (".avro", "null")]
+MIXED = [(".avro", "null"), (".snappy.parquet", "SNAPPY"), (".avro", "deflate"), (".gz.parquet", "GZIP"),
+         (".json", None), (".parquet", "UNCOMPRESSED")]
 
 
 def runs(values: list[tuple[int, dict | None]]) -> list[tuple[int, list[dict]]]:
@@ -93,13 +94,13 @@ def test_recorded_debezium_events_land_the_same_bronze_rows_from_every_format(sp
     topics = {path.stem: runs(recorded_values(path)) for path in sorted(FIXTURES.glob("*.jsonl"))
               if path.stem in RECORDED_TOPICS}
     root = tmp_path / "topics"
+    cycle = itertools.cycle(MIXED)
     for topic, files in topics.items():
-        for i, (start, values) in enumerate(files):
+        for start, values in files:
             write_file(spark, root, f"json.{topic}", start, values, ".json", None)
+            suffix, codec = next(cycle)
             # One record per Avro block: a file of several blocks, read in several splits below.
-            write_file(spark, root, f"avro.{topic}", start, values, ".avro", "null", block_records=1)
-            suffix, codec = MIXED[i % len(MIXED)]
-            write_file(spark, root, f"mixed.{topic}", start, values, suffix, codec)
+            write_file(spark, root, f"mixed.{topic}", start, values, suffix, codec, block_records=1)
     schema = "bronze_sink_formats"
     schemas.append(schema)
     drop_schemas(spark, [schema])
@@ -118,14 +119,13 @@ def test_recorded_debezium_events_land_the_same_bronze_rows_from_every_format(sp
             payload = expected[r[COMPARED.index("_offset")]]
             assert (r[COMPARED.index("_op")], _parsed(r[COMPARED.index("_after")]),
                     _parsed(r[COMPARED.index("_before")])) == (payload["op"], payload["after"], payload["before"]), topic
-        for kind in ("avro", "mixed"):
-            got = bronze_rows(spark, schema, f"{kind}_{table}")
-            assert len(got) == len(json_rows), (kind, topic)
-            for want_row, got_row in zip(json_rows, got):
-                differing = {c: (g, w) for c, g, w in zip(COMPARED, got_row, want_row) if g != w and c != "_topic"}
-                assert not differing, f"{kind} {table} offset {want_row[2]}: (got, want) {differing}"
+        got = bronze_rows(spark, schema, f"mixed_{table}")
+        assert len(got) == len(json_rows), topic
+        for want_row, got_row in zip(json_rows, got):
+            differing = {c: (g, w) for c, g, w in zip(COMPARED, got_row, want_row) if g != w and c != "_topic"}
+            assert not differing, f"{table} offset {want_row[2]}: (got, want) {differing}"
     assert summary.quarantined == 0
-    assert sum(t.landed for t in summary.tables) == 3 * sum(len(v) for f in topics.values() for _, v in f)
+    assert sum(t.landed for t in summary.tables) == 2 * sum(len(v) for f in topics.values() for _, v in f)
 
 
 def _parsed(text: str | None):
