@@ -24,7 +24,7 @@ from ingestion.transform import BRONZE_COLUMNS
 from tests.integration.test_column_types import COLUMNS, EPOCH, debezium, micros, row
 from tests.support.lakehouse import dbt_invoke, drop_schemas, drop_tables
 from tests.support.paths import ROOT
-from tests.support.sink_formats import recorded_values, write_avro, write_parquet
+from tests.support.sink_formats import recorded_avro, recorded_values, write_avro, write_avro_bodies, write_parquet
 
 pytestmark = pytest.mark.integration
 
@@ -126,6 +126,60 @@ def test_recorded_debezium_events_land_the_same_bronze_rows_from_every_format(sp
             assert not differing, f"{table} offset {want_row[2]}: (got, want) {differing}"
     assert summary.quarantined == 0
     assert sum(t.landed for t in summary.tables) == 2 * sum(len(v) for f in topics.values() for _, v in f)
+
+
+AVRO_FIXTURES = ROOT / "tests" / "fixtures" / "debezium-avro"
+AVRO_TOPICS = ("pagila_avro.public.film", "pagila_avro.public.customer", "pagila_avro.public.rental")
+# The row images and what orders them; the source block differs between the two
+# connectors that recorded the twins (their names, their own snapshot positions).
+TWIN_COLUMNS = ["_offset", "_op", "_deleted", "_before", "_after", "_source_lsn", "_source_tx_id"]
+
+
+def test_recorded_avro_records_land_as_their_json_twins(spark, tmp_path: Path, schemas):
+    """Records Debezium's Avro converter wrote (Apicurio registry, recorded), in the Avro
+    files the sink writes from them, land the row images the JSON connector's records of
+    the same events land."""
+    writer_schemas = {int(k): v for k, v in json.loads((AVRO_FIXTURES / "schemas.json").read_text()).items()}
+    root = tmp_path / "topics"
+    files = 0
+    for topic in AVRO_TOPICS:
+        records = recorded_avro(AVRO_FIXTURES / "pagila-avro" / f"{topic}.jsonl")
+        runs_of: list[tuple[int, list[dict]]] = []
+        previous = None
+        for offset, record in records:
+            if record is None:
+                previous = None
+                continue
+            last = runs_of[-1][1] if runs_of and previous is not None else None
+            if last is None or len(last) == FLUSH_SIZE or last[0]["schema_id"] != record["schema_id"]:
+                runs_of.append((offset, [record]))
+            else:
+                last.append(record)
+            previous = offset
+        for start, run in runs_of:
+            write_avro_bodies(root / f"avro.{topic}" / "partition=0" / f"avro.{topic}+0+{start}.avro",
+                              writer_schemas[run[0]["schema_id"]], [r["body"] for r in run])
+            folder = root / f"json.{topic}" / "partition=0"
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"json.{topic}+0+{start}.json").write_text("".join(r["json_value"] + "\n" for r in run))
+            files += 1
+    schema = "bronze_avro_twins"
+    schemas.append(schema)
+    drop_schemas(spark, [schema])
+
+    summary = ingest(spark, IngestConfig(input_uri=str(root), bronze_schema=schema, sources_yml=tmp_path / "none.yml"))
+
+    assert summary.quarantined == 0
+    assert sum(t.files for t in summary.tables) == 2 * files
+    for topic in AVRO_TOPICS:
+        table = topic.replace(".", "_")
+        select = f"select {', '.join(TWIN_COLUMNS)} from `{schema}`.`{{}}` order by _offset"
+        want = [tuple(r) for r in spark.sql(select.format(f"json_{table}")).collect()]
+        got = [tuple(r) for r in spark.sql(select.format(f"avro_{table}")).collect()]
+        assert len(got) == len(want) > 0, topic
+        for want_row, got_row in zip(want, got):
+            differing = {c: (g, w) for c, g, w in zip(TWIN_COLUMNS, got_row, want_row) if g != w}
+            assert not differing, f"{table} offset {want_row[0]}: (got, want) {differing}"
 
 
 def _parsed(text: str | None):

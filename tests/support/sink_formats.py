@@ -159,3 +159,45 @@ def write_parquet(spark: Any, avro_file: Path, path: Path, codec: str = "SNAPPY"
         reader.close()
     crc = path.parent / f".{path.name}.crc"
     crc.unlink(missing_ok=True)
+
+
+def _long(value: int) -> bytes:
+    """Avro's zig-zag varint of `value`."""
+    zigzag = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while zigzag & ~0x7F:
+        out.append((zigzag & 0x7F) | 0x80)
+        zigzag >>= 7
+    out.append(zigzag)
+    return bytes(out)
+
+
+def write_avro_bodies(path: Path, schema: str, bodies: list[bytes]) -> None:
+    """An uncompressed Avro container file of records already in Avro's binary encoding
+    under `schema` (a recorded writer schema): the bytes the sink's AvroFormat writes for
+    the records a registry's Avro converter produced, one block."""
+    def text(value: str) -> bytes:
+        data = value.encode("utf-8")
+        return _long(len(data)) + data
+
+    sync = bytes(range(16))
+    header = b"Obj\x01" + _long(2) + text("avro.schema") + text(schema) + text("avro.codec") + text("null") + _long(0)
+    block = b"".join(bodies)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(header + sync + _long(len(bodies)) + _long(len(block)) + block + sync)
+
+
+def recorded_avro(path: Path) -> list[tuple[int, dict | None]]:
+    """(offset, record) of a recorded Avro fixture (tests/fixtures/debezium-avro): the
+    record's `schema_id`, Avro `body` (after the wire format's 5-byte header) and the JSON
+    connector's `json_value` of the same event; None for a tombstone."""
+    found = []
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        if record["value"] is None:
+            found.append((record["offset"], None))
+            continue
+        value = base64.b64decode(record["value"])
+        found.append((record["offset"], {"schema_id": int.from_bytes(value[1:5], "big"), "body": value[5:],
+                                          "json_value": record["json_value"]}))
+    return found
