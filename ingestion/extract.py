@@ -23,7 +23,6 @@ from ingestion.naming import (
     FILE_NAME_PATTERN,
     FORMAT_AVRO,
     FORMAT_JSON,
-    FORMAT_PARQUET,
     parse_file_name,
     partition_of_dir,
     table_for_topic,
