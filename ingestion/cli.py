@@ -35,9 +35,12 @@ two sources, one of them per run:
                             CDC_KAFKA_OPT_<NAME> environment variables (-> kafka.<name>).
                             A record's `_source_file` is kafka:<topic>/<partition>/<offset>.
 
-input layout (Kafka Connect S3 sink, JSON lines, one record value per line):
-  INPUT/<topic>/partition=<n>/<topic>+<n>+<startOffset>.json
-  line i (0-based, tombstones included) of a file has Kafka offset startOffset + i.
+input layout (Kafka Connect S3 sink: JsonFormat, AvroFormat or ParquetFormat, mixed at will):
+  INPUT/<topic>/partition=<n>/<topic>+<n>+<startOffset>.json   (JSON lines, one record value per line)
+  INPUT/<topic>/partition=<n>/<topic>+<n>+<startOffset>.avro   (Avro container file)
+  INPUT/<topic>/partition=<n>/<topic>+<n>+<startOffset>[.<codec>].parquet
+  line or record i (0-based, tombstones included) of a file has Kafka offset startOffset + i;
+  Avro and Parquet records are read as the JSON JsonConverter writes for them.
 
 what it writes (Hudi COPY_ON_WRITE tables in the bronze schema):
   <schema>.<table>            one per topic; table = topic lower-cased, other chars -> '_'

@@ -10,9 +10,17 @@ from ingestion.errors import TableNameError
 
 IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]*$")
 MAX_IDENTIFIER_LENGTH = 128
-# Kafka Connect S3 sink (DefaultPartitioner): <topic>+<kafkaPartition>+<startOffset>.json
-FILE_NAME = re.compile(r"^(?P<topic>.+)\+(?P<partition>\d+)\+(?P<offset>\d+)\.json$")
-FILE_NAME_PATTERN = "<topic>+<partition>+<startOffset>.json"
+# Kafka Connect S3 sink (DefaultPartitioner): <topic>+<kafkaPartition>+<startOffset><extension>,
+# the extension its format writes: JsonFormat `.json`, AvroFormat `.avro`, ParquetFormat
+# the Parquet codec's extension + `.parquet` (none, `.snappy`, `.gz`, `.zstd`, `.lz4hadoop`,
+# `.br`, `.lzo`; the file's footer says which codecs Spark must decode).
+FORMAT_JSON = "json"
+FORMAT_AVRO = "avro"
+FORMAT_PARQUET = "parquet"
+FILE_NAME = re.compile(
+    r"^(?P<topic>.+)\+(?P<partition>\d+)\+(?P<offset>\d+)"
+    r"(?P<extension>\.json|\.avro|(?P<codec>\.snappy|\.gz|\.zstd|\.lz4hadoop|\.br|\.lzo)?\.parquet)$")
+FILE_NAME_PATTERN = "<topic>+<partition>+<startOffset>.json (or .avro, [.<codec>].parquet)"
 PARTITION_DIR = re.compile(r"^partition=(?P<partition>\d+)$")
 
 
@@ -64,6 +72,8 @@ class ParsedFileName:
     topic: str
     partition: int
     start_offset: int
+    format: str = FORMAT_JSON
+    codec: str | None = None  # Parquet: the codec extension in the name ("" for none)
 
 
 def parse_file_name(name: str) -> ParsedFileName | None:
@@ -71,7 +81,10 @@ def parse_file_name(name: str) -> ParsedFileName | None:
     match = FILE_NAME.match(name)
     if match is None:
         return None
-    return ParsedFileName(match["topic"], int(match["partition"]), int(match["offset"]))
+    extension = match["extension"]
+    kind = FORMAT_JSON if extension == ".json" else FORMAT_AVRO if extension == ".avro" else FORMAT_PARQUET
+    codec = (match["codec"] or "") if kind == FORMAT_PARQUET else None
+    return ParsedFileName(match["topic"], int(match["partition"]), int(match["offset"]), kind, codec)
 
 
 def partition_of_dir(name: str) -> int | None:

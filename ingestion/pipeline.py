@@ -197,7 +197,7 @@ def _run(spark: SparkSession, config: IngestConfig) -> RunSummary:
     new_files = _reject_table_collisions([f for f in files if f.uri not in done], landed_topics)
     summary = RunSummary(files_skipped=len(files) - len(new_files), skipped=_count_skipped(listing.skipped),
                          reprocess=config.reprocess)
-    new_files = extract.within_offset_range(spark, new_files)
+    new_files = extract.within_offset_range(spark, extract.inspect_binary(spark, new_files))
     if not new_files:
         log.info("no new files under %s (%d already ingested)", config.input_uri, summary.files_skipped)
         return summary

@@ -179,30 +179,33 @@ def test_names_and_offsets_kafka_cannot_have_are_quarantined_per_file(ingest, tm
     assert len(ledger) == 8
 
 
-def test_files_the_reader_does_not_take_say_what_they_are(ingest, tmp_path):
+def test_files_the_reader_cannot_take_say_what_they_are(ingest, tmp_path):
     root = tmp_path / "topics"
     topic = "pg.public.film"
     avro = write(root, topic, f"{topic}+0+0.avro", b"Obj\x01\x04\x14avro.codec\x08null")
     parquet = write(root, topic, f"{topic}+0+0.parquet", b"PAR1\x15\x04PAR1")
+    keys = write(root, topic, f"{topic}+0+0.keys.avro", b"Obj\x01")  # keys of Avro files: not read
     wire = write(root, topic, f"{topic}+0+0.json",
                  b"\x00\x00\x00\x00\x07\x02\x06abc\n" + record(1, "J").encode() + b"\n")
 
     summary, bronze, quarantine, ledger = ingest()
 
-    accepted = ("accepted: JSON lines of record values (JsonFormat) named <topic>+<partition>+<startOffset>.json, "
-                "with their record keys in <name>.keys.json when the sink writes them")
+    accepted = ("accepted: record values as JSON lines (JsonFormat), Avro container files (AvroFormat) or Parquet "
+                "files (ParquetFormat) named <topic>+<partition>+<startOffset>.json (or .avro, [.<codec>].parquet), "
+                "JSON files with their record keys in <name>.keys.json when the sink writes them")
     assert bronze == [("pg_public_film", topic, 0, 1, uri(wire), 2, '{"id":1,"name":"J"}')]
     assert quarantine == sorted([
-        (topic, 0, None, uri(avro), 1,
-         f"Avro container file (the S3 sink's AvroFormat): not read yet; {accepted}", None),
+        (topic, 0, None, uri(avro), 1, f"{topic}+0+0.avro: cut short inside its Avro header (21 bytes)", None),
         (topic, 0, None, uri(parquet), 1,
-         f"Parquet file (the S3 sink's ParquetFormat): not read yet; {accepted}", None),
+         f"{topic}+0+0.parquet: not a Parquet file (10 bytes, less than its magic and footer)", None),
+        (topic, 0, None, uri(keys), 1,
+         f"record keys file (the S3 sink's store.kafka.keys): not read yet; {accepted}", None),
         (topic, 0, 0, uri(wire), 1,
          "Confluent wire-format bytes (schema id 7): records serialized with a schema registry (Avro, Protobuf "
          "or JSON Schema converter), not JSON; accepted: JSON lines (JsonConverter, schemas on or off)",
          "\x00\x00\x00\x00\x07\x02\x06abc"),
     ], key=repr)
-    assert summary.quarantined == 3
+    assert summary.quarantined == 4
 
 
 def test_record_keys_files_fill_the_keys_deletes_lost(spark, tmp_path):

@@ -44,8 +44,22 @@ def test_quote_escapes_backticks():
 def test_parse_file_name():
     assert parse_file_name("pagila.public.actor+3+00042.json") == ParsedFileName("pagila.public.actor", 3, 42)
     assert parse_file_name("a+b+1+2.json") == ParsedFileName("a+b", 1, 2)
-    for bad in ("actor.json", "actor+1.json", "actor+1+x.json", "actor+1+2.json.gz"):
+    for bad in ("actor.json", "actor+1.json", "actor+1+x.json", "actor+1+2.json.gz", "actor+1+2.keys.avro",
+                "actor+1+2.keys.parquet", "actor+1+2.headers.snappy.parquet", "actor+1+2.lz4.parquet",
+                "actor+1+2.avro.gz"):
         assert parse_file_name(bad) is None
+
+
+@pytest.mark.parametrize(("name", "kind", "codec"), [
+    ("a+0+7.avro", "avro", None),
+    ("a+0+7.parquet", "parquet", ""),
+    ("a+0+7.snappy.parquet", "parquet", ".snappy"),
+    ("a+0+7.gz.parquet", "parquet", ".gz"),
+    ("a+0+7.zstd.parquet", "parquet", ".zstd"),
+    ("a+0+7.br.parquet", "parquet", ".br"),
+])
+def test_sink_format_names(name, kind, codec):
+    assert parse_file_name(name) == ParsedFileName("a", 0, 7, kind, codec)
 
 
 def test_primary_keys_from_sources_yml(tmp_path: Path):
