@@ -13,7 +13,7 @@ export DBT_PROFILES_DIR := $(CURDIR)/profiles
 export CDC_LAKEHOUSE_DIR ?= $(CURDIR)/lakehouse
 # Jars the Spark driver loads (jvm/pom.xml fetches them; names without versions).
 SPARK_JARS := hudi-spark3.5-bundle_2.12 spark-sql-kafka-0-10_2.12 spark-token-provider-kafka-0-10_2.12 \
-  kafka-clients commons-pool2 hadoop-aws aws-java-sdk-bundle
+  spark-avro_2.12 kafka-clients commons-pool2 hadoop-aws aws-java-sdk-bundle
 comma := ,
 export CDC_SPARK_JARS ?= $(subst $() ,$(comma),$(foreach j,$(SPARK_JARS),$(CURDIR)/$(JARS)/$(j).jar))
 export PYSPARK_PYTHON := $(CURDIR)/$(BIN)/python
