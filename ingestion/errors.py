@@ -21,3 +21,16 @@ class SourcesFileError(IngestionError):
 
 class TableNameError(ValueError):
     """A topic (or a schema name) cannot be turned into a safe SQL identifier."""
+
+
+class SchemaRegistryError(IngestionError):
+    """A schema the records name cannot be had from the registry (unknown id, registry
+    unreachable, refused credentials); the run stops before writing the micro-batch."""
+
+
+class UnknownSchemaError(SchemaRegistryError):
+    """The registry answers that it has no schema with this id."""
+
+
+class RegistryUnavailableError(SchemaRegistryError):
+    """The registry did not answer, or kept answering with a transient error."""

@@ -1,0 +1,169 @@
+"""Schema registry wire format -> JsonConverter JSON (ingestion.avro_wire), on real records.
+
+tests/fixtures/debezium-avro holds what Debezium wrote through Apicurio's AvroConverter
+for the scripted workload (tools/record_fixtures/avro.py), each record beside the same
+event as the JSON connector of the same source wrote it. That JSON, written by Kafka
+Connect's JsonConverter, is the expectation: no value below is derived from the Avro side.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import functions as F
+
+from ingestion import avro_wire, kafka_source, transform
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "debezium-avro"
+SCHEMAS = {int(k): v for k, v in json.loads((FIXTURES / "schemas.json").read_text()).items()}
+RAW = "_topic string, _partition int, _offset bigint, value binary, key binary"
+# Differ between two connectors reading the same change: their name and when they saw it
+# (for a snapshot read, `source` times are when each connector's own snapshot ran).
+PER_CONNECTOR_SOURCE_FIELDS = {"name"}
+PER_SNAPSHOT_SOURCE_FIELDS = {"ts_ms", "ts_us", "ts_ns"}
+PER_CONNECTOR_TOP_FIELDS = {"ts_ms", "ts_us", "ts_ns"}
+BRONZE_COMPARED = ["_shape", "_op", "_deleted", "_before", "_after", "_source_lsn", "_source_binlog_file",
+                   "_source_binlog_pos", "_source_binlog_row", "_source_tx_id", "_source_snapshot", "_status",
+                   "reason"]
+
+
+def _records() -> list[dict[str, Any]]:
+    records = []
+    for path in sorted(FIXTURES.glob("*/*.jsonl")):
+        records += [json.loads(line) for line in path.read_text().splitlines()]
+    return records
+
+
+RECORDS = _records()
+
+
+def _bytes(text: str | None) -> bytes | None:
+    return None if text is None else base64.b64decode(text)
+
+
+def _payload(text: str | None) -> Any:
+    """The JSON connector's record without JsonConverter's schema wrapper."""
+    if text is None:
+        return None
+    document = json.loads(text)
+    if isinstance(document, dict) and set(document) == {"schema", "payload"}:
+        return document["payload"]
+    return document
+
+
+def _twin_topic(topic: str) -> str:
+    return topic.replace("pagila_avro.", "pagila.", 1).replace("mariadb_avro.", "mariadb.", 1)
+
+
+@pytest.fixture(scope="module")
+def rendered(spark) -> dict[tuple[str, int], dict[str, Any]]:
+    raw = spark.createDataFrame(
+        [(r["topic"], r["partition"], r["offset"], _bytes(r["value"]), _bytes(r["key"])) for r in RECORDS], RAW)
+    rows = avro_wire.decode_records(raw, SCHEMAS).collect()
+    return {(row["_topic"], row["_offset"]): row.asDict() for row in rows}
+
+
+def test_fixtures_cover_the_workload():
+    topics = {r["topic"] for r in RECORDS}
+    assert "mariadb_avro.movies_db.movies" in topics and len(topics) >= 10, topics
+    assert any(r["value"] is None for r in RECORDS), "no tombstone recorded"
+    # a table's schema changed mid-stream (the workload adds columns): two value ids for one topic
+    ids_by_topic: dict[str, set[int]] = {}
+    for r in RECORDS:
+        if r["value"] is not None:
+            ids_by_topic.setdefault(r["topic"], set()).add(int.from_bytes(_bytes(r["value"])[1:5], "big"))
+    assert any(len(ids) > 1 for ids in ids_by_topic.values()), ids_by_topic
+
+
+def test_wire_format_split(spark):
+    rows = [
+        (b"\x00\x00\x00\x01\x02\x06abc",),  # id 258, body: the Avro string "abc"
+        (b"\x00\xff\xff\xff\xff",),  # the largest id, empty body
+        (b'{"op":"c"}',),  # JSON text
+        (b"\x00\x00\x01",),  # too short for an id
+        (None,),
+    ]
+    data = F.col("data")
+    got = [tuple(r) for r in spark.createDataFrame(rows, "data binary").select(
+        avro_wire.is_wire_format(data), avro_wire.schema_id(data),
+        F.when(avro_wire.is_wire_format(data), avro_wire.body(data))).collect()]
+    assert got == [
+        (True, 258, bytearray(b"\x06abc")),
+        (True, 4294967295, bytearray(b"")),
+        (False, None, None),
+        (False, None, None),
+        (None, None, None),
+    ]
+
+
+def test_values_render_as_jsonconverter_writes_them(rendered):
+    """Every Avro value and key, rendered, equals the JSON connector's payload for the
+    same event: row images, op and source block, every type of the workload."""
+    mismatches = []
+    for r in RECORDS:
+        row = rendered[(r["topic"], r["offset"])]
+        assert row["_wire_error"] is None, row
+        want, got = _payload(r["json_value"]), None if row["value"] is None else json.loads(row["value"])
+        if want is not None:
+            ignored = PER_CONNECTOR_SOURCE_FIELDS | (PER_SNAPSHOT_SOURCE_FIELDS if want["op"] == "r" else set())
+            want = {k: v for k, v in want.items() if k not in PER_CONNECTOR_TOP_FIELDS}
+            want["source"] = {k: v for k, v in want["source"].items() if k not in ignored}
+            got = {k: v for k, v in got.items() if k not in PER_CONNECTOR_TOP_FIELDS}
+            got["source"] = {k: v for k, v in got["source"].items() if k not in ignored}
+        if got != want:
+            mismatches.append((r["topic"], r["offset"], "value", got, want))
+        if json.loads(row["key"]) != _payload(r["json_key"]):
+            mismatches.append((r["topic"], r["offset"], "key", row["key"], r["json_key"]))
+    assert not mismatches, mismatches[:3]
+
+
+def test_same_bronze_row_from_avro_and_json(spark, rendered):
+    """Both records of one event through the whole transform give the same bronze fields."""
+    avro_lines = spark.createDataFrame(
+        [(r["topic"], r["partition"], r["offset"], rendered[(r["topic"], r["offset"])]["value"],
+          rendered[(r["topic"], r["offset"])]["key"]) for r in RECORDS],
+        "_topic string, _partition int, _offset bigint, value string, key string")
+    json_lines = spark.createDataFrame(
+        [(_twin_topic(r["topic"]), r["partition"], r["offset"], r["json_value"], r["json_key"]) for r in RECORDS],
+        "_topic string, _partition int, _offset bigint, value string, key string")
+
+    def bronze(lines, topic_of):
+        topics = sorted({topic_of(r["topic"]) for r in RECORDS})
+        prepared = transform.prepare(kafka_source.to_lines(lines, kafka_source.topic_tables(topics)), {})
+        return {(row["_topic"].split(".", 1)[1], row["_offset"]): [row[c] for c in BRONZE_COMPARED]
+                for row in prepared.collect()}
+
+    from_avro = bronze(avro_lines, lambda t: t)
+    from_json = bronze(json_lines, _twin_topic)
+    assert len(from_avro) == len(RECORDS)
+    assert from_avro == from_json
+    assert {row[BRONZE_COMPARED.index("_status")] for row in from_avro.values()} == {"landed", "tombstone"}
+
+
+def test_refused_bytes_are_quarantined_with_where_and_what(spark):
+    """Avro expected: JSON text is quarantined naming topic, partition, offset and the
+    bytes found; a wire-format body that does not decode names its id; a tombstone stays one."""
+    good = next(r for r in RECORDS if r["value"] is not None and r["topic"].startswith("mariadb_avro"))
+    value = _bytes(good["value"])
+    raw = spark.createDataFrame([
+        ("mariadb_avro.movies_db.movies", 0, 7, b'{"op":"c"}', _bytes(good["key"])),
+        ("mariadb_avro.movies_db.movies", 0, 8, value[:6], _bytes(good["key"])),  # body cut short
+        ("mariadb_avro.movies_db.movies", 0, 9, None, _bytes(good["key"])),
+    ], RAW)
+    decoded = avro_wire.decode_records(raw, SCHEMAS)
+    tables = kafka_source.topic_tables(["mariadb_avro.movies_db.movies"])
+    rows = {r["_offset"]: r for r in transform.prepare(kafka_source.to_lines(decoded, tables), {}).collect()}
+    assert rows[7]["_status"] == "quarantined"
+    assert rows[7]["reason"] == (
+        "record value at topic mariadb_avro.movies_db.movies partition 0 offset 7 is not in the schema registry "
+        "wire format (byte 0 = 0, a 4-byte schema id, then Avro) that --value-format avro reads: "
+        "10 bytes starting 0x7B226F70223A2263")
+    schema_id = int.from_bytes(value[1:5], "big")
+    assert rows[8]["_status"] == "quarantined"
+    assert rows[8]["reason"] == (f"record value at topic mariadb_avro.movies_db.movies partition 0 offset 8 "
+                                 f"does not decode as Avro with schema id {schema_id}")
+    assert rows[9]["_status"] == "tombstone" and rows[9]["reason"] is None
