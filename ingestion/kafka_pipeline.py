@@ -22,7 +22,6 @@ from pyspark.sql import DataFrame, SparkSession
 
 from ingestion import avro_wire, kafka_source, load, transform
 from ingestion.errors import SchemaRegistryError
-from ingestion.registry import SchemaRegistryClient
 from ingestion.naming import qualified
 from ingestion.pipeline import (
     CACHE_SETTINGS,
@@ -35,6 +34,7 @@ from ingestion.pipeline import (
     default_sources_yml,
     validate_bronze_schema,
 )
+from ingestion.registry import SchemaRegistryClient
 from ingestion.sources import load_primary_keys
 from ingestion.spark import session_settings
 
