@@ -59,12 +59,38 @@ def _twin_topic(topic: str) -> str:
     return topic.replace("pagila_avro.", "pagila.", 1).replace("mariadb_avro.", "mariadb.", 1)
 
 
+# Refused when Avro is expected, beside the real records (offsets the fixtures do not use).
+REFUSED_TOPIC = "mariadb_avro.movies_db.movies"
+_GOOD = next(r for r in RECORDS if r["value"] is not None and r["topic"] == REFUSED_TOPIC)
+REFUSED = [
+    (REFUSED_TOPIC, 0, 1007, b'{"op":"c"}', _bytes(_GOOD["key"])),  # JSON text
+    (REFUSED_TOPIC, 0, 1008, _bytes(_GOOD["value"])[:6], _bytes(_GOOD["key"])),  # body cut short
+    (REFUSED_TOPIC, 0, 1009, None, _bytes(_GOOD["key"])),  # a tombstone stays one
+]
+LINES = "_topic string, _partition int, _offset bigint, value string, key string"
+
+
 @pytest.fixture(scope="module")
 def rendered(spark) -> dict[tuple[str, int], dict[str, Any]]:
     raw = spark.createDataFrame(
-        [(r["topic"], r["partition"], r["offset"], _bytes(r["value"]), _bytes(r["key"])) for r in RECORDS], RAW)
+        [(r["topic"], r["partition"], r["offset"], _bytes(r["value"]), _bytes(r["key"])) for r in RECORDS]
+        + REFUSED, RAW)
     rows = avro_wire.decode_records(raw, SCHEMAS).collect()
     return {(row["_topic"], row["_offset"]): row.asDict() for row in rows}
+
+
+def _bronze(spark, lines, topics: list[str]) -> dict[tuple[str, int], dict[str, Any]]:
+    prepared = transform.prepare(kafka_source.to_lines(lines, kafka_source.topic_tables(sorted(set(topics)))), {})
+    return {(row["_topic"].split(".", 1)[1], row["_offset"]): row.asDict() for row in prepared.collect()}
+
+
+@pytest.fixture(scope="module")
+def avro_bronze(spark, rendered) -> dict[tuple[str, int], dict[str, Any]]:
+    """The rendered records (refused ones included) through the JSON path's transform."""
+    lines = spark.createDataFrame(
+        [(t, row["_partition"], o, row["value"], row["key"], row["_wire_error"]) for (t, o), row in rendered.items()],
+        LINES + ", _wire_error string")
+    return _bronze(spark, lines, [t for t, _ in rendered])
 
 
 def test_fixtures_cover_the_workload():
@@ -121,49 +147,30 @@ def test_values_render_as_jsonconverter_writes_them(rendered):
     assert not mismatches, mismatches[:3]
 
 
-def test_same_bronze_row_from_avro_and_json(spark, rendered):
+def test_same_bronze_row_from_avro_and_json(spark, avro_bronze):
     """Both records of one event through the whole transform give the same bronze fields."""
-    avro_lines = spark.createDataFrame(
-        [(r["topic"], r["partition"], r["offset"], rendered[(r["topic"], r["offset"])]["value"],
-          rendered[(r["topic"], r["offset"])]["key"]) for r in RECORDS],
-        "_topic string, _partition int, _offset bigint, value string, key string")
     json_lines = spark.createDataFrame(
         [(_twin_topic(r["topic"]), r["partition"], r["offset"], r["json_value"], r["json_key"]) for r in RECORDS],
-        "_topic string, _partition int, _offset bigint, value string, key string")
-
-    def bronze(lines, topic_of):
-        topics = sorted({topic_of(r["topic"]) for r in RECORDS})
-        prepared = transform.prepare(kafka_source.to_lines(lines, kafka_source.topic_tables(topics)), {})
-        return {(row["_topic"].split(".", 1)[1], row["_offset"]): [row[c] for c in BRONZE_COMPARED]
-                for row in prepared.collect()}
-
-    from_avro = bronze(avro_lines, lambda t: t)
-    from_json = bronze(json_lines, _twin_topic)
-    assert len(from_avro) == len(RECORDS)
-    assert from_avro == from_json
-    assert {row[BRONZE_COMPARED.index("_status")] for row in from_avro.values()} == {"landed", "tombstone"}
+        LINES)
+    from_json = _bronze(spark, json_lines, [_twin_topic(r["topic"]) for r in RECORDS])
+    from_avro = {key: row for key, row in avro_bronze.items() if key[1] < 1000}
+    assert len(from_avro) == len(from_json) == len(RECORDS)
+    assert {k: [r[c] for c in BRONZE_COMPARED] for k, r in from_avro.items()} == {
+        k: [r[c] for c in BRONZE_COMPARED] for k, r in from_json.items()}
+    assert {row["_status"] for row in from_avro.values()} == {"landed", "tombstone"}
 
 
-def test_refused_bytes_are_quarantined_with_where_and_what(spark):
+def test_refused_bytes_are_quarantined_with_where_and_what(avro_bronze):
     """Avro expected: JSON text is quarantined naming topic, partition, offset and the
     bytes found; a wire-format body that does not decode names its id; a tombstone stays one."""
-    good = next(r for r in RECORDS if r["value"] is not None and r["topic"].startswith("mariadb_avro"))
-    value = _bytes(good["value"])
-    raw = spark.createDataFrame([
-        ("mariadb_avro.movies_db.movies", 0, 7, b'{"op":"c"}', _bytes(good["key"])),
-        ("mariadb_avro.movies_db.movies", 0, 8, value[:6], _bytes(good["key"])),  # body cut short
-        ("mariadb_avro.movies_db.movies", 0, 9, None, _bytes(good["key"])),
-    ], RAW)
-    decoded = avro_wire.decode_records(raw, SCHEMAS)
-    tables = kafka_source.topic_tables(["mariadb_avro.movies_db.movies"])
-    rows = {r["_offset"]: r for r in transform.prepare(kafka_source.to_lines(decoded, tables), {}).collect()}
-    assert rows[7]["_status"] == "quarantined"
-    assert rows[7]["reason"] == (
-        "record value at topic mariadb_avro.movies_db.movies partition 0 offset 7 is not in the schema registry "
+    rows = {offset: avro_bronze[("movies_db.movies", offset)] for offset in (1007, 1008, 1009)}
+    assert rows[1007]["_status"] == "quarantined"
+    assert rows[1007]["reason"] == (
+        f"record value at topic {REFUSED_TOPIC} partition 0 offset 1007 is not in the schema registry "
         "wire format (byte 0 = 0, a 4-byte schema id, then Avro) that --value-format avro reads: "
         "10 bytes starting 0x7B226F70223A2263")
-    schema_id = int.from_bytes(value[1:5], "big")
-    assert rows[8]["_status"] == "quarantined"
-    assert rows[8]["reason"] == (f"record value at topic mariadb_avro.movies_db.movies partition 0 offset 8 "
-                                 f"does not decode as Avro with schema id {schema_id}")
-    assert rows[9]["_status"] == "tombstone" and rows[9]["reason"] is None
+    schema_id = int.from_bytes(_bytes(_GOOD["value"])[1:5], "big")
+    assert rows[1008]["_status"] == "quarantined"
+    assert rows[1008]["reason"] == (f"record value at topic {REFUSED_TOPIC} partition 0 offset 1008 "
+                                    f"does not decode as Avro with schema id {schema_id}")
+    assert rows[1009]["_status"] == "tombstone" and rows[1009]["reason"] is None
