@@ -89,9 +89,13 @@ clean:
 # system services (policy-rc.d says no while apt runs).
 .PHONY: cdc-up cdc-down
 
-$(JARS)/.stack-fetched: jvm/stack/pom.xml
-	rm -rf $(JARS)/kafka $(JARS)/connect-plugins $(JARS)/s3proxy $(JARS)/.stack-build
+$(JARS)/.stack-fetched: jvm/stack/pom.xml jvm/stack/apicurio-converter-services/META-INF/services/*
+	rm -rf $(JARS)/kafka $(JARS)/connect-plugins $(JARS)/s3proxy $(JARS)/apicurio-registry $(JARS)/.stack-build
 	mvn --quiet --batch-mode -f jvm/stack/pom.xml package -Dstack.jars=$(CURDIR)/$(JARS)
+	# Apicurio's converter ships no ServiceLoader manifest, which Connect's
+	# plugin.discovery=service_load needs to see it: one small jar adds it.
+	jar cf $(JARS)/connect-plugins/apicurio-registry-converter/cdc-converter-services.jar \
+	  -C jvm/stack/apicurio-converter-services META-INF
 	touch $@
 
 build/.stack-apt:

@@ -91,6 +91,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="where a new checkpoint starts (default: earliest)",
     )
     kafka.add_argument(
+        "--value-format", default="json", choices=["json", "avro"],
+        help="json: JsonConverter text, schemas on or off (default); avro: the schema registry wire format "
+        "(byte 0, 4-byte schema id, Avro), schemas fetched by id from $CDC_SCHEMA_REGISTRY_URL "
+        "(Confluent-compatible API; optional CDC_SCHEMA_REGISTRY_USER / CDC_SCHEMA_REGISTRY_PASSWORD)",
+    )
+    kafka.add_argument(
         "--max-offsets-per-batch", type=int, default=None, metavar="N",
         help="split a large backlog into micro-batches of at most N records (default: one batch)",
     )
@@ -158,6 +164,8 @@ def make_run(args: argparse.Namespace) -> Callable[[SparkSession], RunSummary]:
     if args.input is not None:
         if args.topic_pattern or args.checkpoint:
             raise UsageError("--topic-pattern and --checkpoint go with --kafka-bootstrap-servers, not --input")
+        if args.value_format != "json":
+            raise UsageError("--value-format goes with --kafka-bootstrap-servers; sink files are read by their name")
         config = IngestConfig(
             input_uri=args.input,
             bronze_schema=args.bronze_schema,
@@ -180,6 +188,7 @@ def make_run(args: argparse.Namespace) -> Callable[[SparkSession], RunSummary]:
             topic_pattern=args.topic_pattern,
             starting_offsets=args.starting_offsets,
             max_offsets_per_batch=args.max_offsets_per_batch,
+            value_format=args.value_format,
         ),
         bronze_schema=args.bronze_schema,
         sources_yml=args.sources_yml,
@@ -187,6 +196,12 @@ def make_run(args: argparse.Namespace) -> Callable[[SparkSession], RunSummary]:
         max_record_bytes=args.max_record_bytes,
     )
     validate(kafka_config.source)
+    if kafka_config.source.value_format == "avro":
+        from dataclasses import replace
+
+        from ingestion.registry import SchemaRegistryClient
+
+        kafka_config = replace(kafka_config, registry=SchemaRegistryClient.from_env())  # checked before Spark starts
     return lambda spark: run_kafka(spark, kafka_config)
 
 

@@ -26,3 +26,16 @@ class TableNameError(ValueError):
 class SinkFileError(ValueError):
     """A sink file cannot be read as its name says (not Avro, cut short, ...); its message
     names the file and what was found. The file is quarantined whole."""
+
+
+class SchemaRegistryError(IngestionError):
+    """A schema the records name cannot be had from the registry (unknown id, registry
+    unreachable, refused credentials); the run stops before writing the micro-batch."""
+
+
+class UnknownSchemaError(SchemaRegistryError):
+    """The registry answers that it has no schema with this id."""
+
+
+class RegistryUnavailableError(SchemaRegistryError):
+    """The registry did not answer, or kept answering with a transient error."""

@@ -2,21 +2,26 @@
 
 Each micro-batch goes through the same transform as sink files (parse, extract the
 Debezium fields, classify) and the same keyed writes (quarantine, then bronze); the
-checkpoint commit after the batch is what marks its offsets done.
+checkpoint commit after the batch is what marks its offsets done. With value format
+avro, a batch's records are first rendered as JsonConverter JSON (ingestion.avro_wire)
+with the writer schemas fetched by id before anything is written, so a schema that
+cannot be had fails the batch with nothing of it written or committed.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
 from pyspark import StorageLevel
+from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 
-from ingestion import kafka_source, load, transform
+from ingestion import avro_wire, kafka_source, load, transform
+from ingestion.errors import SchemaRegistryError
 from ingestion.naming import qualified
 from ingestion.pipeline import (
     CACHE_SETTINGS,
@@ -29,6 +34,7 @@ from ingestion.pipeline import (
     default_sources_yml,
     validate_bronze_schema,
 )
+from ingestion.registry import SchemaRegistryClient
 from ingestion.sources import load_primary_keys
 from ingestion.spark import session_settings
 
@@ -42,6 +48,7 @@ class KafkaIngestConfig:
     sources_yml: Path | None = None
     checkpoint: str | None = None  # any Hadoop path; default under $CDC_LAKEHOUSE_DIR/checkpoints
     max_record_bytes: int = transform.MAX_RECORD_BYTES  # larger records go to quarantine
+    registry: SchemaRegistryClient | None = None  # value format avro: from CDC_SCHEMA_REGISTRY_URL if unset
 
 
 def checkpoint_location(config: KafkaIngestConfig) -> str:
@@ -71,8 +78,30 @@ def run_kafka(spark: SparkSession, config: KafkaIngestConfig) -> RunSummary:
     Runs into one bronze schema are serialized: a second one raises RunLockedError."""
     validate_bronze_schema(config.bronze_schema)
     kafka_source.validate(config.source)
+    if config.source.value_format == "avro" and config.registry is None:
+        config = replace(config, registry=SchemaRegistryClient.from_env())
     with load.one_writer(spark, config.bronze_schema):
         return _run_kafka(spark, config)
+
+
+def writer_schemas(records: DataFrame, registry: SchemaRegistryClient) -> dict[int, str]:
+    """Every schema id the wire-format values and keys of `records` name -> its writer
+    schema, each fetched once. A schema that cannot be had raises SchemaRegistryError
+    naming the first record (topic, partition, offset) that needs it and the id."""
+    positions = avro_wire.schema_positions(records, "value").unionByName(
+        avro_wire.schema_positions(records, "key")).collect()
+    schemas: dict[int, str] = {}
+    for row in sorted(positions, key=lambda r: (r["topic"], r["partition"], r["offset"])):
+        if row["schema_id"] in schemas:
+            continue
+        try:
+            schemas[row["schema_id"]] = registry.schema(row["schema_id"])
+        except SchemaRegistryError as exc:
+            raise type(exc)(
+                f"topic {row['topic']} partition {row['partition']} offset {row['offset']}: schema id "
+                f"{row['schema_id']}: {exc}. Nothing of this micro-batch was written and its offsets are not "
+                "committed: the next run starts from it") from exc
+    return schemas
 
 
 def _run_kafka(spark: SparkSession, config: KafkaIngestConfig) -> RunSummary:
@@ -80,11 +109,16 @@ def _run_kafka(spark: SparkSession, config: KafkaIngestConfig) -> RunSummary:
     schema = config.bronze_schema
     load.ensure_schema(spark, schema)
     summary = RunSummary(batches=0)
+    failures: list[Exception] = []  # the batch's own error, re-raised after the query stops
 
     def write_batch(records: DataFrame, batch_id: int) -> None:
         # foreachBatch hands over a cloned session: temp views must be made and read in it.
         with session_settings(records.sparkSession, CACHE_SETTINGS):  # read when the caches are built
-            land_batch(records, batch_id)
+            try:
+                land_batch(records, batch_id)
+            except SchemaRegistryError as exc:
+                failures.append(exc)
+                raise
 
     def land_batch(records: DataFrame, batch_id: int) -> None:
         batch_spark = records.sparkSession
@@ -105,8 +139,12 @@ def _run_kafka(spark: SparkSession, config: KafkaIngestConfig) -> RunSummary:
                 if (columns := keys.lookup(topic, table)) is not None
             }
             ingested_at = datetime.now(timezone.utc).replace(tzinfo=None)  # session time zone is UTC
+            rendered = records
+            if config.source.value_format == "avro":
+                assert config.registry is not None
+                rendered = avro_wire.decode_records(records, writer_schemas(records, config.registry))
             classified = transform.for_landing(
-                transform.prepare(kafka_source.to_lines(records, tables), key_map, config.max_record_bytes))
+                transform.prepare(kafka_source.to_lines(rendered, tables), key_map, config.max_record_bytes))
             classified = classified.persist(StorageLevel.MEMORY_AND_DISK)
             try:
                 counts = _batch_counts(classified, tables, key_map)
@@ -134,7 +172,12 @@ def _run_kafka(spark: SparkSession, config: KafkaIngestConfig) -> RunSummary:
         .trigger(availableNow=True)
         .start()
     )
-    query.awaitTermination()  # re-raises the batch's exception (StreamingQueryException)
+    try:
+        query.awaitTermination()  # re-raises the batch's exception (StreamingQueryException)
+    except StreamingQueryException:
+        if failures:
+            raise failures[0] from None
+        raise
     # The batches wrote through foreachBatch's cloned session; this session may hold the
     # tables' relations (file listings) from earlier reads, e.g. a dbt build in the same
     # process, and would keep reading the old snapshot. Refresh what was written.

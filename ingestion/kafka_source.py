@@ -33,6 +33,11 @@ class KafkaSource:
     starting_offsets: str = "earliest"
     max_offsets_per_batch: int | None = None
     options: dict[str, str] = field(default_factory=dict)  # extra `kafka.*` consumer settings
+    value_format: str = "json"  # VALUE_FORMATS: how record values (and keys) are serialized
+
+
+# json: JsonConverter text (schemas on or off); avro: the schema registry wire format.
+VALUE_FORMATS = ("json", "avro")
 
 
 def validate(source: KafkaSource) -> None:
@@ -46,6 +51,8 @@ def validate(source: KafkaSource) -> None:
         raise UsageError(f"--starting-offsets must be earliest or latest, not {source.starting_offsets!r}")
     if source.max_offsets_per_batch is not None and source.max_offsets_per_batch <= 0:
         raise UsageError("--max-offsets-per-batch must be a positive number")
+    if source.value_format not in VALUE_FORMATS:
+        raise UsageError(f"--value-format must be one of {', '.join(VALUE_FORMATS)}, not {source.value_format!r}")
 
 
 def env_options(environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -66,8 +73,9 @@ def default_checkpoint(lakehouse_dir: Path, bronze_schema: str, source: KafkaSou
 
 
 def read_stream(spark: SparkSession, source: KafkaSource) -> DataFrame:
-    """The raw Kafka records (topic, partition, offset, value and key as text) as a streaming
-    DataFrame; the key fills in a delete whose value lacks it (transform.fill_key_from_record_key)."""
+    """The raw Kafka records (topic, partition, offset, value and key: text, or bytes for
+    `value_format` avro) as a streaming DataFrame; the key fills in a delete whose value
+    lacks it (transform.fill_key_from_record_key)."""
     reader = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", source.bootstrap_servers)
@@ -84,8 +92,8 @@ def read_stream(spark: SparkSession, source: KafkaSource) -> DataFrame:
         F.col("topic").alias("_topic"),
         F.col("partition").cast("int").alias("_partition"),
         F.col("offset").cast("bigint").alias("_offset"),
-        F.col("value").cast("string").alias("value"),
-        F.col("key").cast("string").alias("key"),
+        *((F.col("value"), F.col("key")) if source.value_format == "avro" else (
+            F.col("value").cast("string").alias("value"), F.col("key").cast("string").alias("key"))),
     )
 
 
@@ -119,7 +127,8 @@ def bytes_by_topic(records: DataFrame) -> DataFrame:
 def to_lines(records: DataFrame, tables: dict[str, tuple[str | None, str | None]]) -> DataFrame:
     """Kafka records in the shape `transform.prepare` takes (what `attach_file_info` gives
     for sink files): each record is a one-line source named kafka:<topic>/<partition>/<offset>.
-    A null value (Kafka tombstone) becomes an empty line, which the transform counts as a tombstone."""
+    A null value (Kafka tombstone) becomes an empty line, which the transform counts as a tombstone.
+    A `_wire_error` column (avro_wire.decode_records) quarantines its record with that reason."""
     mapping = records.sparkSession.createDataFrame(
         [(topic, table, error) for topic, (table, error) in tables.items()],
         "_topic string, _table string, _file_error string",
@@ -131,7 +140,8 @@ def to_lines(records: DataFrame, tables: dict[str, tuple[str | None, str | None]
         "_partition",
         "_offset",
         "_table",
-        "_file_error",
+        (F.coalesce("_file_error", "_wire_error") if "_wire_error" in records.columns else F.col("_file_error"))
+        .alias("_file_error"),
         F.coalesce(F.col("value"), F.lit("")).alias("line"),
         *([F.col("key").alias("_key")] if "key" in records.columns else []),
     )

@@ -46,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
             if "s3" in info.components:
                 print(f"  s3        {info.s3_endpoint}, bucket {info.s3_bucket} (s3a://{info.s3_bucket}/...; "
                       "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY from the environment or s3-credentials.env)")
+            if "registry" in info.components:
+                print(f"  registry  {info.registry_url} (Confluent-compatible API of Apicurio Registry)")
             print(f"  logs      {info.logs_dir}")
             print(f"  credentials: {info.stack_dir / 'credentials.env'} unless CDC_* variables are set")
         elif args.command == "down":

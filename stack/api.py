@@ -22,12 +22,15 @@ from .errors import StackError
 from .kafka import Kafka
 from .mariadb import MariaDB
 from .postgres import Postgres
+from .registry import SchemaRegistry
 from .s3 import S3Server
 from .proc import stack_processes
-from .settings import CONNECTOR_CONFIGS, DEBEZIUM_VERSION, HOST, KAFKA_VERSION, Settings, load_settings
+from .settings import (
+    APICURIO_VERSION, CONNECTOR_CONFIGS, DEBEZIUM_VERSION, HOST, KAFKA_VERSION, Settings, load_settings,
+)
 from .templates import render_text
 
-COMPONENTS = ("postgres", "mariadb", "kafka", "connect", "s3")
+COMPONENTS = ("postgres", "mariadb", "kafka", "connect", "s3", "registry")
 # The bucket `up` creates in the object store (sink files and lakehouses on s3a://).
 S3_BUCKET = "lakehouse"
 PG_CONNECTOR = "io.debezium.connector.postgresql.PostgresConnector"
@@ -67,6 +70,8 @@ class StackInfo:
     s3_bucket: str
     s3_env: dict[str, str] = field(repr=False)
     """What a Spark process needs to use the object store (contains the secret: do not log)."""
+    registry_url: str
+    """The schema registry's Confluent-compatible API (``CDC_SCHEMA_REGISTRY_URL``)."""
     versions: dict[str, str] = field(default_factory=dict)
 
 
@@ -113,9 +118,11 @@ def info(components: Iterable[str] | None = None) -> StackInfo:
         s3_bucket=S3_BUCKET,
         # Only for a stack with the store: reading its keys generates them when unset.
         s3_env=s3.spark_env() if "s3" in wanted else {},
+        registry_url=SchemaRegistry(settings).ccompat_url,
         versions={
             "kafka": KAFKA_VERSION,
             "debezium": DEBEZIUM_VERSION,
+            "apicurio-registry": APICURIO_VERSION,
             "postgresql": pg.bindir.parent.name,
         },
     )
@@ -143,6 +150,9 @@ def up(components: Iterable[str] | None = None) -> StackInfo:
         maria.prepare(creds)
     if "kafka" in wanted:
         Kafka(settings).start()
+    if "registry" in wanted:
+        # before Connect, so an Avro connector registered next finds it
+        SchemaRegistry(settings).start()
     if "connect" in wanted:
         Connect(settings).start(creds)
     if "s3" in wanted:
@@ -154,7 +164,7 @@ def down(purge: bool = False) -> None:
     """Stop everything the stack started (safe when nothing runs); ``purge`` deletes its dir."""
     settings = load_settings()
     errors: list[str] = []
-    for service in (S3Server(settings), Connect(settings), Kafka(settings), MariaDB(settings), Postgres(settings)):
+    for service in (S3Server(settings), Connect(settings), SchemaRegistry(settings), Kafka(settings), MariaDB(settings), Postgres(settings)):
         try:
             service.stop()
         except StackError as exc:
@@ -181,9 +191,10 @@ def status() -> dict[str, Any]:
     ports = {
         "postgres": settings.pg_port, "mariadb": settings.mariadb_port,
         "kafka": settings.kafka_port, "connect": settings.connect_port, "s3": settings.s3_port,
+        "registry": settings.registry_port,
     }
     for name, service in (("postgres", pg), ("mariadb", maria), ("kafka", kafka), ("connect", connect),
-                          ("s3", S3Server(settings))):
+                          ("s3", S3Server(settings)), ("registry", SchemaRegistry(settings))):
         pid = service.pid()
         result[name] = {
             "running": pid is not None and service.running(),
@@ -219,6 +230,7 @@ def connector_config(name: str) -> dict[str, str]:
         "pg_port": settings.pg_port,
         "mariadb_port": settings.mariadb_port,
         "kafka_bootstrap": settings.kafka_bootstrap,
+        "registry_url": SchemaRegistry(settings).url,
     }, str(path))
     document = json.loads(text)
     config = document.get("config", document)

@@ -10,6 +10,7 @@
 | ``CDC_KAFKA_PORT`` / ``CDC_KAFKA_CONTROLLER_PORT`` | 29092 / 29093 |
 | ``CDC_CONNECT_PORT`` | 28083 |
 | ``CDC_S3_PORT`` | 29000 (S3Proxy, ``stack/s3.py``) |
+| ``CDC_REGISTRY_PORT`` | 28081 (Apicurio Registry, ``stack/registry.py``) |
 | ``CDC_PG_BINDIR`` | the newest ``/usr/lib/postgresql/<n>/bin`` |
 """
 
@@ -30,6 +31,7 @@ HOST = "127.0.0.1"
 
 KAFKA_VERSION = "4.1.1"
 DEBEZIUM_VERSION = "3.5.0.Final"
+APICURIO_VERSION = "2.6.13.Final"
 
 
 # Below Linux's ephemeral port range (32768-60999): a port in it can be taken as the
@@ -43,6 +45,7 @@ DEFAULT_PORTS = {
     "CDC_KAFKA_CONTROLLER_PORT": 29093,
     "CDC_CONNECT_PORT": 28083,
     "CDC_S3_PORT": 29000,
+    "CDC_REGISTRY_PORT": 28081,
 }
 
 
@@ -97,6 +100,7 @@ class Settings:
     controller_port: int
     connect_port: int
     s3_port: int
+    registry_port: int
 
     @property
     def logs_dir(self) -> Path:
@@ -175,4 +179,5 @@ def load_settings() -> Settings:
         controller_port=_port("CDC_KAFKA_CONTROLLER_PORT"),
         connect_port=_port("CDC_CONNECT_PORT"),
         s3_port=_port("CDC_S3_PORT"),
+        registry_port=_port("CDC_REGISTRY_PORT"),
     )

@@ -6,11 +6,21 @@ snapshot -> round 1 (inserts, updates in one transaction, a primary-key change, 
 NULLs, unchanged TOAST values, ALTER TABLE ADD COLUMN) -> round 2 with a Kafka Connect
 restart in the middle -> a --full-refresh rebuild. After each step every silver table
 must equal its source table row for row and column for column.
+
+The same changes also go through Debezium's Avro converter and the schema registry
+(connectors pagila-avro on seven Pagila tables, conftest.AVRO_PAGILA_TABLES, and
+movies-avro): after each step their topics are landed with
+--value-format avro and every bronze row must equal the JSON topic's bronze row of the
+same event, so the Avro path is held to the sources through the JSON path's silver.
+The last tests stop a run on a schema id the registry does not know, and on a registry
+that does not answer.
 """
 
 from __future__ import annotations
 
+import re
 import time
+from collections import Counter
 from pathlib import Path
 
 import pymysql
@@ -19,9 +29,12 @@ import pytest
 import yaml
 
 from ingestion.kafka_pipeline import KafkaIngestConfig, run_kafka
+from ingestion.errors import RegistryUnavailableError, UnknownSchemaError
 from ingestion.kafka_source import KafkaSource
+from ingestion.registry import SchemaRegistryClient
 from ingestion.naming import table_for_topic
 from tests.e2e import workloads
+from tests.e2e.conftest import AVRO_PAGILA_TABLES
 from tests.support.compare import diff
 from tests.support.lakehouse import dbt, silver_rows
 from tests.support.paths import ROOT
@@ -29,6 +42,10 @@ from tests.support.paths import ROOT
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("empty_project_schemas")]
 
 TOPIC_PATTERN = r"(pagila\.public|mariadb\.movies_db)\..*"
+AVRO_TOPIC_PATTERN = r"(pagila_avro\.public|mariadb_avro\.movies_db)\..*"
+# What one event must give in bronze whichever converter wrote it (times of processing aside).
+BRONZE_EVENT_COLUMNS = ("_shape", "_op", "_deleted", "_before", "_after", "_source_lsn", "_source_binlog_file",
+                        "_source_binlog_pos", "_source_binlog_row", "_source_tx_id", "_source_snapshot")
 PAGILA_TABLES = (
     "actor", "address", "category", "city", "country", "customer", "film", "film_actor",
     "film_category", "inventory", "language", "rental", "staff", "payment",
@@ -148,10 +165,54 @@ def kafka_value_counts(spark, bootstrap: str) -> dict[str, int]:
     return {row["topic"]: row["count"] for row in rows}
 
 
+def has_avro_twin(topic: str) -> bool:
+    """Whether the Avro connectors capture the table of this JSON topic (conftest.OVERRIDES)."""
+    return topic.startswith("mariadb.") or topic.rsplit(".", 1)[-1] in AVRO_PAGILA_TABLES
+
+
+def avro_twin(topic: str) -> str:
+    return re.sub(r"^(pagila|mariadb)\.", r"\1_avro.", topic)
+
+
+# Where each connector's own snapshot read a row: the same for a streamed change only.
+SNAPSHOT_POSITION_COLUMNS = ("_source_lsn", "_source_binlog_file", "_source_binlog_pos", "_source_binlog_row",
+                             "_source_tx_id")
+
+
+def bronze_events(spark, topic: str) -> Counter:
+    columns = ", ".join(
+        f"case when _op = 'r' then null else {c} end as {c}" if c in SNAPSHOT_POSITION_COLUMNS else c
+        for c in BRONZE_EVENT_COLUMNS)
+    return Counter(tuple(row) for row in spark.sql(f"select {columns} from bronze.`{table_for_topic(topic)}`").collect())
+
+
+def ingest_avro_and_compare(spark, info, run_dir: Path, topics: list[str]) -> None:
+    """Land the Avro topics; each table's bronze events equal its JSON twin's, row by row."""
+    summary = run_kafka(
+        spark,
+        KafkaIngestConfig(
+            source=KafkaSource(bootstrap_servers=info.kafka_bootstrap, topic_pattern=AVRO_TOPIC_PATTERN,
+                               value_format="avro"),
+            checkpoint=str(run_dir / "checkpoints" / "e2e-avro"),
+            registry=SchemaRegistryClient(info.registry_url),
+        ),
+    )
+    print(summary.render())
+    assert summary.quarantined == 0, summary.render()
+    problems = []
+    for topic in sorted(topics):
+        from_json, from_avro = bronze_events(spark, topic), bronze_events(spark, avro_twin(topic))
+        if from_json != from_avro:
+            problems.append(f"{topic}: {sum(from_json.values())} JSON rows, {sum(from_avro.values())} Avro rows; "
+                            f"only JSON: {list((from_json - from_avro).items())[:2]}; "
+                            f"only Avro: {list((from_avro - from_json).items())[:2]}")
+    assert not problems, "Avro bronze differs from JSON bronze:\n" + "\n".join(problems)
+
+
 def ingest_and_build(spark, info, run_dir: Path) -> None:
     import stack
 
-    stack.wait_caught_up(TOPIC_PATTERN)
+    stack.wait_caught_up(f"{TOPIC_PATTERN}|{AVRO_TOPIC_PATTERN}")
     started = time.monotonic()
     summary = run_kafka(
         spark,
@@ -169,6 +230,10 @@ def ingest_and_build(spark, info, run_dir: Path) -> None:
         for topic in expected
     }
     assert landed == expected, f"bronze rows per topic {landed} != Kafka records per topic {expected}"
+    json_landed = time.monotonic()
+    ingest_avro_and_compare(spark, info, run_dir, [t for t in expected if has_avro_twin(t)])
+    print(f"JSON ingestion {json_landed - started:.1f}s, Avro ingestion + comparison "
+          f"{time.monotonic() - json_landed:.1f}s")
     ingested = time.monotonic()
     dbt("build")
     print(f"ingestion {ingested - started:.1f}s, dbt build {time.monotonic() - ingested:.1f}s")
@@ -200,7 +265,7 @@ def test_round_2_with_connect_restart(spark, cdc_stack, run_dir):
     run_postgres(cdc_stack, workloads.POSTGRES_ROUND_2_BEFORE_RESTART)
     stack.restart_connect()
     connectors = stack.status()["connectors"]
-    for name in ("pagila-envelope", "movies-envelope"):
+    for name in ("pagila-envelope", "movies-envelope", "pagila-avro", "movies-avro"):
         assert connectors[name] == {"state": "RUNNING", "tasks": ["RUNNING"]}, connectors
     run_postgres(cdc_stack, workloads.POSTGRES_ROUND_2_AFTER_RESTART)
     run_mariadb(cdc_stack, workloads.MARIADB_ROUND_2)
@@ -213,3 +278,77 @@ def test_full_refresh_equals_sources(spark, cdc_stack):
     dbt("build", "--full-refresh", "--select", "silver")
     assert_silver_equals_sources(spark, cdc_stack)
     assert_gold_equals_source_query(spark, cdc_stack)
+
+
+# --- Avro: a schema that cannot be had stops the run -------------------------------------
+SCRATCH_TOPIC = "regtest_avro.public.actor"
+
+
+def _seed_scratch_topic(info) -> None:
+    """Three real Avro records of pagila_avro.public.actor, then one naming schema id 999999."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": info.kafka_bootstrap, "group.id": "e2e-scratch",
+                         "enable.auto.commit": False})
+    records = []
+    try:
+        consumer.assign([TopicPartition("pagila_avro.public.actor", 0, 0)])
+        while len(records) < 3:
+            message = consumer.poll(30)
+            assert message is not None and not message.error(), message and message.error()
+            records.append((message.key(), message.value()))
+    finally:
+        consumer.close()
+    producer = Producer({"bootstrap.servers": info.kafka_bootstrap})
+    unknown = records[0][1][:1] + (999999).to_bytes(4, "big") + records[0][1][5:]
+    for key, value in [*records, (records[0][0], unknown)]:
+        producer.produce(SCRATCH_TOPIC, key=key, value=value, partition=0)
+    assert producer.flush(30) == 0
+
+
+def _scratch_config(info, checkpoint: Path, registry: SchemaRegistryClient) -> KafkaIngestConfig:
+    return KafkaIngestConfig(
+        source=KafkaSource(bootstrap_servers=info.kafka_bootstrap, topic_pattern=re.escape(SCRATCH_TOPIC),
+                           max_offsets_per_batch=3, value_format="avro"),
+        checkpoint=str(checkpoint),
+        registry=registry,
+    )
+
+
+def _scratch_offsets(spark) -> list[int]:
+    table = table_for_topic(SCRATCH_TOPIC)
+    return [row[0] for row in spark.sql(f"select _offset from bronze.`{table}` order by _offset").collect()]
+
+
+def _committed_batches(checkpoint: Path) -> list[str]:
+    return sorted(p.name for p in (checkpoint / "commits").iterdir() if not p.name.startswith("."))
+
+
+def test_unknown_schema_id_stops_the_run_after_the_last_good_batch(spark, cdc_stack, run_dir):
+    _seed_scratch_topic(cdc_stack)
+    checkpoint = run_dir / "checkpoints" / "unknown-schema-id"
+    with pytest.raises(UnknownSchemaError) as failure:
+        run_kafka(spark, _scratch_config(cdc_stack, checkpoint, SchemaRegistryClient(cdc_stack.registry_url)))
+    assert str(failure.value).startswith(
+        f"topic {SCRATCH_TOPIC} partition 0 offset 3: schema id 999999: the registry has no schema with id 999999")
+    # The first micro-batch (offsets 0-2) landed and was committed; the failed one neither.
+    assert _scratch_offsets(spark) == [0, 1, 2]
+    assert _committed_batches(checkpoint) == ["0"]
+    # A rerun starts at the failed batch again, and fails the same way.
+    with pytest.raises(UnknownSchemaError):
+        run_kafka(spark, _scratch_config(cdc_stack, checkpoint, SchemaRegistryClient(cdc_stack.registry_url)))
+    assert _scratch_offsets(spark) == [0, 1, 2] and _committed_batches(checkpoint) == ["0"]
+
+
+def test_unreachable_registry_stops_the_run_before_writing(spark, cdc_stack, run_dir):
+    # Port 9 (discard) is closed on this machine: every request is refused.
+    registry = SchemaRegistryClient("http://127.0.0.1:9/apis/ccompat/v7", attempts=2)
+    checkpoint = run_dir / "checkpoints" / "unreachable-registry"
+    before = _scratch_offsets(spark)
+    with pytest.raises(RegistryUnavailableError) as failure:
+        run_kafka(spark, _scratch_config(cdc_stack, checkpoint, registry))
+    message = str(failure.value)
+    assert message.startswith(f"topic {SCRATCH_TOPIC} partition 0 offset 0: schema id "), message
+    assert "schema registry unreachable: GET http://127.0.0.1:9/apis/ccompat/v7/schemas/ids/" in message
+    assert _scratch_offsets(spark) == before
+    assert not (checkpoint / "commits").exists() or _committed_batches(checkpoint) == []

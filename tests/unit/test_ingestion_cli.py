@@ -36,3 +36,21 @@ def test_missing_input_folder_is_failure(spark, tmp_path, caplog):
 def test_empty_input_is_ok(spark, tmp_path, capsys):
     assert main(["--input", str(tmp_path), "--bronze-schema", "bronze_cli_test", "--sources-yml", str(tmp_path / "x.yml")]) == 0
     assert "0 new file(s)" in capsys.readouterr().out
+
+
+def test_avro_needs_kafka_and_a_registry_url(tmp_path, caplog, monkeypatch):
+    """Checked before Spark starts: Avro is read from Kafka only, through a registry."""
+    monkeypatch.delenv("CDC_SCHEMA_REGISTRY_URL", raising=False)
+    assert main(["--input", str(tmp_path), "--value-format", "avro"]) == 2
+    assert "--value-format goes with --kafka-bootstrap-servers" in caplog.text
+    kafka = ["--kafka-bootstrap-servers", "127.0.0.1:9", "--topic-pattern", "t", "--value-format", "avro"]
+    assert main(kafka) == 2
+    assert "--value-format avro needs the schema registry's URL in CDC_SCHEMA_REGISTRY_URL" in caplog.text
+    monkeypatch.setenv("CDC_SCHEMA_REGISTRY_URL", "registry:8081")
+    assert main(kafka) == 2
+    assert "must start with http:// or https://" in caplog.text
+    monkeypatch.setenv("CDC_SCHEMA_REGISTRY_URL", "http://registry:8081")
+    monkeypatch.setenv("CDC_SCHEMA_REGISTRY_USER", "reader")
+    monkeypatch.delenv("CDC_SCHEMA_REGISTRY_PASSWORD", raising=False)
+    assert main(kafka) == 2
+    assert "set both CDC_SCHEMA_REGISTRY_USER and CDC_SCHEMA_REGISTRY_PASSWORD, or neither" in caplog.text
