@@ -136,6 +136,7 @@ def up(components: Iterable[str] | None = None) -> StackInfo:
         pg = Postgres(settings)
         pg.start()
         pg.load_pagila()
+        pg.load_northwind()
         pg.prepare_cdc(creds)
     if "mariadb" in wanted:
         maria = MariaDB(settings)
