@@ -104,9 +104,14 @@ def _run_kafka(spark: SparkSession, config: KafkaIngestConfig) -> RunSummary:
                 for topic, (table, _) in tables.items()
                 if (columns := keys.lookup(topic, table)) is not None
             }
+            updated_at = {
+                topic: column
+                for topic, (table, _) in tables.items()
+                if (column := keys.updated_at(topic, table)) is not None
+            }
             ingested_at = datetime.now(timezone.utc).replace(tzinfo=None)  # session time zone is UTC
-            classified = transform.for_landing(
-                transform.prepare(kafka_source.to_lines(records, tables), key_map, config.max_record_bytes))
+            classified = transform.for_landing(transform.prepare(
+                kafka_source.to_lines(records, tables), key_map, config.max_record_bytes, updated_at))
             classified = classified.persist(StorageLevel.MEMORY_AND_DISK)
             try:
                 counts = _batch_counts(classified, tables, key_map)
