@@ -10,11 +10,25 @@ create table northwind.customers (
     country text not null
 );
 
+-- Read by query-based capture (a JDBC-style source in timestamp mode): `updated_at` is
+-- set on every insert and update, which is all such a source can see.
 create table northwind.products (
     product_id integer primary key,
     product_name text not null,
-    unit_price numeric(10, 2) not null
+    unit_price numeric(10, 2) not null,
+    updated_at timestamptz not null default clock_timestamp()
 );
+
+create function northwind.touch_updated_at() returns trigger
+language plpgsql as $$
+begin
+    new.updated_at := clock_timestamp();
+    return new;
+end;
+$$;
+
+create trigger products_touch before update on northwind.products
+    for each row execute function northwind.touch_updated_at();
 
 create table northwind.orders (
     order_id integer primary key,

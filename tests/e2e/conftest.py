@@ -18,7 +18,7 @@ from stack.settings import ports_above_defaults
 
 # Ports 10 above the `make cdc-up` defaults.
 TEST_PORTS = ports_above_defaults(10)
-CONNECTORS = ("pagila-envelope", "movies-envelope")
+CONNECTORS = ("pagila-envelope", "movies-envelope", "northwind-outbox")
 
 
 @pytest.fixture(scope="module")  # stopped after the end-to-end tests, not at the end of the run
