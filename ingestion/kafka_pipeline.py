@@ -138,13 +138,19 @@ def _run_kafka(spark: SparkSession, config: KafkaIngestConfig) -> RunSummary:
                 for topic, (table, _) in tables.items()
                 if (columns := keys.lookup(topic, table)) is not None
             }
+            updated_at = {
+                topic: column
+                for topic, (table, _) in tables.items()
+                if (column := keys.updated_at(topic, table)) is not None
+            }
             ingested_at = datetime.now(timezone.utc).replace(tzinfo=None)  # session time zone is UTC
             rendered = records
             if config.source.value_format == "avro":
                 assert config.registry is not None
                 rendered = avro_wire.decode_records(records, writer_schemas(records, config.registry))
             classified = transform.for_landing(
-                transform.prepare(kafka_source.to_lines(rendered, tables), key_map, config.max_record_bytes))
+                transform.prepare(kafka_source.to_lines(rendered, tables), key_map, config.max_record_bytes,
+                                  updated_at))
             classified = classified.persist(StorageLevel.MEMORY_AND_DISK)
             try:
                 counts = _batch_counts(classified, tables, key_map)

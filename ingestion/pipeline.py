@@ -207,7 +207,8 @@ def _run(spark: SparkSession, config: IngestConfig) -> RunSummary:
     key_map = _key_map(new_files, keys)
     catalog = extract.catalog_frame(spark, new_files)
     lines = transform.attach_file_info(transform.split_lines(_read_lines(spark, new_files), catalog), catalog)
-    prepared = transform.prepare(lines, key_map, config.max_record_bytes)
+    updated_at = {f.topic: column for f in new_files if (column := keys.updated_at(f.topic, f.table)) is not None}
+    prepared = transform.prepare(lines, key_map, config.max_record_bytes, updated_at)
     classified = transform.for_landing(prepared, transform.SPLIT_POSITION)
     input_bytes = _input_bytes(new_files)  # its keys: the bronze tables the run writes
     tables = [(name, transform.BRONZE_COLUMNS, transform.BRONZE_KEY) for name in sorted(input_bytes)]

@@ -469,6 +469,49 @@ def _not_as_sent_reason() -> Column:
     )
 
 
+QUERY_BASED_OP = "r"
+
+
+def _updated_at_micros(text: Column) -> Column:
+    """An updated-at value as microseconds since the epoch: a whole number is epoch
+    milliseconds (Kafka Connect's Timestamp, as a JDBC source sends it with JsonConverter),
+    anything else an ISO-8601 time; null when it is neither or before the epoch."""
+    millis = F.when(text.rlike(r"^[0-9]{1,15}$"), text.cast("bigint") * 1000)
+    iso = F.unix_micros(F.try_to_timestamp(text))
+    micros = F.coalesce(millis, F.when(~text.rlike(r"^-?[0-9]+$"), iso))
+    return F.when(micros >= 0, micros)
+
+
+def stamp_query_based(records: DataFrame, updated_at: dict[str, str]) -> DataFrame:
+    """Rows of query-based topics (`updated_at`: topic -> its updated-at column): a
+    record without any op there is the row as the poller read it, so it gets op `r`,
+    `_source_ts_ms` from the updated-at column and, as its log position, that time in
+    microseconds in `_source_lsn` (silver orders by it, then partition and offset).
+    A row whose updated-at value is missing or not a time gets `_query_error`."""
+    if not updated_at:
+        return records.withColumn("_query_error", F.lit(None).cast("string"))
+    m = F.col("m")
+    column = F.from_json(F.lit(json.dumps(updated_at)), "map<string,string>")[F.col("_topic")]
+    polled = (column.isNotNull() & (F.col("_shape") == SHAPE_FLATTENED) & m["__op"].isNull()
+              & m["__deleted"].isNull() & ~F.col("_tombstone"))
+    micros = _updated_at_micros(F.element_at(m, column))
+    return (
+        records.withColumn("_polled", F.coalesce(polled, F.lit(False)))
+        .withColumn("_updated_at_micros", F.when(F.col("_polled"), micros))
+        .withColumns({
+            "_op": F.when(F.col("_polled"), F.lit(QUERY_BASED_OP)).otherwise(F.col("_op")),
+            "_deleted": F.when(F.col("_polled"), F.lit(False)).otherwise(F.col("_deleted")),
+            "_source_lsn": F.when(F.col("_polled"), F.col("_updated_at_micros")).otherwise(F.col("_source_lsn")),
+            "_source_ts_ms": F.when(F.col("_polled"), F.floor(F.col("_updated_at_micros") / 1000).cast("bigint"))
+            .otherwise(F.col("_source_ts_ms")),
+            "_query_error": F.when(F.col("_polled") & F.col("_updated_at_micros").isNull(), F.format_string(
+                "query-based topic: updated-at column `%s` is missing or not a time ('%s'; expected epoch "
+                "milliseconds or ISO-8601, not before 1970)", column, F.substring(F.element_at(m, column), 1, 60))),
+        })
+        .drop("_polled", "_updated_at_micros")
+    )
+
+
 def classify(records: DataFrame, primary_keys: dict[str, list[str]], max_record_bytes: int = MAX_RECORD_BYTES) -> DataFrame:
     """Add `_status` (landed | quarantined | tombstone | skipped) and the `reason` (why a
     record is quarantined or skipped).
@@ -520,6 +563,9 @@ def classify(records: DataFrame, primary_keys: dict[str, list[str]], max_record_
     # Neither `op` nor `__op` (an envelope without op already has its reason).
     without_op = ~envelope & m["__op"].isNull()
     skip = F.when(without_op, _without_op_skip(m))
+    # a query-based row got its op from stamp_query_based: it is a row, not a record key
+    without_op = without_op & F.col("_op").isNull()
+    query_error = F.col("_query_error") if "_query_error" in records.columns else F.lit(None).cast("string")
 
     size = F.octet_length("line")
     reason = (
@@ -533,6 +579,7 @@ def classify(records: DataFrame, primary_keys: dict[str, list[str]], max_record_
         .when(m.isNull(), F.coalesce(wire_format_reason(F.col("line")), F.lit(MALFORMED)))
         .when(F.col("_not_as_sent").isNotNull(), F.col("_not_as_sent"))
         .when(F.col("_skip").isNotNull(), F.col("_skip"))
+        .when(query_error.isNotNull(), query_error)
         .otherwise(F.coalesce(F.when(without_op, _without_op_reason(m, key_columns)), op_reason, key_reason))
     )
     status = (
@@ -551,13 +598,16 @@ def classify(records: DataFrame, primary_keys: dict[str, list[str]], max_record_
         .withColumn("_not_as_sent", _not_as_sent_reason())
         .withColumn("reason", reason)
         .withColumn("_status", status)
-        .drop("_key_image", "_skip", "_key_filled", "_not_as_sent")
+        .drop("_key_image", "_skip", "_key_filled", "_not_as_sent", "_query_error")
     )
 
 
-def prepare(lines: DataFrame, primary_keys: dict[str, list[str]], max_record_bytes: int = MAX_RECORD_BYTES) -> DataFrame:
-    """The whole per-line pipeline: parse, extract Debezium fields, classify."""
-    return classify(extract_change_fields(parse_records(lines)), primary_keys, max_record_bytes)
+def prepare(lines: DataFrame, primary_keys: dict[str, list[str]], max_record_bytes: int = MAX_RECORD_BYTES,
+            updated_at: dict[str, str] | None = None) -> DataFrame:
+    """The whole per-line pipeline: parse, extract Debezium fields, stamp query-based
+    rows (`updated_at`: topic -> updated-at column), classify."""
+    records = stamp_query_based(extract_change_fields(parse_records(lines)), updated_at or {})
+    return classify(records, primary_keys, max_record_bytes)
 
 
 # What the writes, the per-file counts and the log samples read from a classified batch.

@@ -131,7 +131,8 @@ def info(components: Iterable[str] | None = None) -> StackInfo:
 def up(components: Iterable[str] | None = None) -> StackInfo:
     """Start the stack (all of it, or ``components``); reuse what already runs.
 
-    PostgreSQL gets Pagila (once), the Debezium role and the publication ``cdc_pagila``;
+    PostgreSQL gets Pagila and the Northwind outbox example (once), the Debezium role
+    and the publications ``cdc_pagila`` and ``cdc_northwind``;
     MariaDB gets ``movies_db.movies`` and the Debezium user; Kafka is formatted once;
     Connect runs in distributed mode with the credentials in its environment.
     Raises StackError (service, log file, its last lines) when something cannot start.
@@ -143,6 +144,7 @@ def up(components: Iterable[str] | None = None) -> StackInfo:
         pg = Postgres(settings)
         pg.start()
         pg.load_pagila()
+        pg.load_northwind()
         pg.prepare_cdc(creds)
     if "mariadb" in wanted:
         maria = MariaDB(settings)

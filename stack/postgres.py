@@ -1,4 +1,5 @@
-"""PostgreSQL 15 (Debian's server binaries) in ``$CDC_STACK_DIR/postgres``, with Pagila.
+"""PostgreSQL 15 (Debian's server binaries) in ``$CDC_STACK_DIR/postgres``, with Pagila
+and the outbox example (schema ``northwind``).
 
 As root the server runs as the ``postgres`` OS user (PostgreSQL refuses root): initdb,
 pg_ctl and the server go through ``runuser -u postgres --``; the data, socket and log
@@ -57,6 +58,11 @@ EXPECTED_SCHEMA_ERRORS = (
     '"public.films_per_customer_rental" does not exist',
 )
 LOADED_MARKER = "cdc-stack: pagila loaded"
+# The outbox example: schema `northwind` in the Pagila database (so the caught-up marker,
+# committed there, moves this slot too) and its own publication for the outbox table only.
+NORTHWIND_SQL = Path(__file__).parent / "sql" / "northwind.sql"
+OUTBOX_PUBLICATION = "cdc_northwind"
+OUTBOX_TABLE = "northwind.cdc_events"
 _NULL = "\x1fNULL\x1f"
 
 
@@ -234,6 +240,17 @@ class Postgres:
         self.psql(f"comment on database pagila is '{LOADED_MARKER}'", db="postgres")
         return True
 
+    def load_northwind(self) -> bool:
+        """Create schema ``northwind`` (orders, items, the outbox ``cdc_events`` and its
+        triggers) once, in one transaction. True if it was created now."""
+        if self.scalar("select to_regnamespace('northwind') is not null") == "t":
+            return False
+        run(
+            [*self._psql_base(DATABASE), "-v", "ON_ERROR_STOP=1", "-1", "-f", str(NORTHWIND_SQL)],
+            SERVICE, "psql -f northwind.sql", self.log_file,
+        )
+        return True
+
     def prepare_cdc(self, credentials: Credentials) -> None:
         """Debezium role, grants, partition keys and the publication (idempotent)."""
         user, password = credentials.pg_user, credentials.pg_password
@@ -262,11 +279,16 @@ class Postgres:
                 create publication {PUBLICATION} for table {tables}
                   with (publish_via_partition_root = true);
               end if;
+              if not exists (select from pg_publication where pubname = '{OUTBOX_PUBLICATION}') then
+                create publication {OUTBOX_PUBLICATION} for table {OUTBOX_TABLE};
+              end if;
             end $$;
             grant connect on database pagila to "{user}";
             grant usage on schema public to "{user}";
             grant select on all tables in schema public to "{user}";
             alter default privileges in schema public grant select on tables to "{user}";
+            grant usage on schema northwind to "{user}";
+            grant select on all tables in schema northwind to "{user}";
             """
         )
 

@@ -84,6 +84,10 @@
             cross join {{ resets }} as resets
             where (_op is null or _op != 't')
                 and not {{ cdc_is_superseded(cdc_ordering_key(), superseding) }}
+                {%- if cdc_ignores_deletes() %}
+                -- cdc_deletes: ignore (an insert-only log): a delete removes nothing
+                and not coalesce(_deleted, false)
+                {%- endif %}
         ) as events_with_values
     ) as decoded_events
 {% endmacro %}

@@ -43,6 +43,10 @@
                     then _offset end) as last_offset
             from {{ change_log }}
             where _op in ('t', 'r')
+                {%- if cdc_ignores_deletes() %}
+                -- cdc_deletes: ignore (an insert-only log): nothing is superseded
+                and false
+                {%- endif %}
             group by 1, 2
         ) as reset_groups
     ) as reset_groups_with_snapshot

@@ -18,7 +18,7 @@ from stack.settings import ports_above_defaults
 
 # Ports 10 above the `make cdc-up` defaults.
 TEST_PORTS = ports_above_defaults(10)
-CONNECTORS = ("pagila-envelope", "movies-envelope", "pagila-avro", "movies-avro")
+CONNECTORS = ("pagila-envelope", "movies-envelope", "northwind-outbox", "pagila-avro", "movies-avro")
 # The Avro path is compared with the JSON path's bronze on these Pagila tables (every
 # type Pagila has: numeric, arrays, enums, bytea, tsvector, dates and timestamps), not
 # the large rental, payment, inventory and link tables, whose snapshot would take the

@@ -5,7 +5,12 @@ The tests run in order and share one stack and one lakehouse:
 snapshot -> round 1 (inserts, updates in one transaction, a primary-key change, deletes,
 NULLs, unchanged TOAST values, ALTER TABLE ADD COLUMN) -> round 2 with a Kafka Connect
 restart in the middle -> a --full-refresh rebuild. After each step every silver table
-must equal its source table row for row and column for column.
+must equal its source table row for row and column for column, and gold `orders` /
+`order_items`, built from the outbox's events alone, the Northwind tables. Silver
+`products` is captured by queries (tests/e2e/jdbc_poller.py polls PostgreSQL as a JDBC
+source in timestamp mode would and publishes to Kafka): it equals the source but for
+the limits of that capture, which the test shows: a deleted product stays, and a
+product changed twice between two polls reaches bronze once, in its last state.
 
 The same changes also go through Debezium's Avro converter and the schema registry
 (connectors pagila-avro on seven Pagila tables, conftest.AVRO_PAGILA_TABLES, and
@@ -21,6 +26,7 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
+from decimal import Decimal
 from pathlib import Path
 
 import pymysql
@@ -35,13 +41,15 @@ from ingestion.registry import SchemaRegistryClient
 from ingestion.naming import table_for_topic
 from tests.e2e import workloads
 from tests.e2e.conftest import AVRO_PAGILA_TABLES
+from tests.e2e.jdbc_poller import Poller
+from tools.sample_data.debezium import decimal_bytes
 from tests.support.compare import diff
 from tests.support.lakehouse import dbt, silver_rows
 from tests.support.paths import ROOT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("empty_project_schemas")]
 
-TOPIC_PATTERN = r"(pagila\.public|mariadb\.movies_db)\..*"
+TOPIC_PATTERN = r"(pagila\.public|mariadb\.movies_db|outbox\.northwind|query\.northwind)\..*"
 AVRO_TOPIC_PATTERN = r"(pagila_avro\.public|mariadb_avro\.movies_db)\..*"
 # What one event must give in bronze whichever converter wrote it (times of processing aside).
 BRONZE_EVENT_COLUMNS = ("_shape", "_op", "_deleted", "_before", "_after", "_source_lsn", "_source_binlog_file",
@@ -127,6 +135,60 @@ def assert_gold_equals_source_query(spark, info) -> None:
     actual = [row.asDict() for row in spark.sql(f"select {', '.join(columns)} from gold.revenue_by_category_month").collect()]
     problems = diff("gold.revenue_by_category_month", expected, actual, ["category_name", "payment_month"])
     assert not problems, "\n".join(problems)
+
+
+NORTHWIND_ORDERS = "select order_id, customer_id, order_date, status, ship_country, freight from northwind.orders"
+NORTHWIND_ITEMS = "select order_id, product_id, quantity, unit_price, discount from northwind.order_items"
+
+
+def assert_outbox_gold_equals_northwind(spark, info) -> None:
+    """Gold orders and order_items (from the outbox's JSON documents) equal PostgreSQL's
+    tables; silver keeps every event the triggers ever wrote, purged or not."""
+    problems: list[str] = []
+    with psycopg.connect(info.pg_dsn) as conn, conn.cursor(row_factory=psycopg.rows.dict_row) as cur:
+        for gold, query, key in (("orders", NORTHWIND_ORDERS, ["order_id"]),
+                                 ("order_items", NORTHWIND_ITEMS, ["order_id", "product_id"])):
+            cur.execute(query)
+            expected = cur.fetchall()
+            assert expected, f"northwind.{gold} is empty: the comparison would prove nothing"
+            columns = ", ".join(expected[0])
+            actual = [row.asDict() for row in spark.sql(f"select {columns} from gold.{gold}").collect()]
+            problems += diff(f"gold.{gold}", expected, actual, key)
+        # no rollback ever used the sequence, so its last value is the number of events written
+        cur.execute("select last_value from northwind.cdc_events_event_id_seq")
+        written = cur.fetchone()["last_value"]
+    events = [row[0] for row in spark.sql("select event_id from silver.cdc_events order by event_id").collect()]
+    if events != list(range(1, written + 1)):
+        problems.append(f"silver.cdc_events holds {len(events)} event(s), expected the {written} written")
+    assert not problems, "gold differs from the Northwind tables:\n" + "\n".join(problems)
+
+
+NORTHWIND_PRODUCTS = "select product_id, product_name, unit_price, updated_at from northwind.products"
+# Products deleted in the source, as they were just before: query-based capture never sees the delete.
+DELETED_PRODUCTS: list[dict] = []
+
+
+def products_in_source(info) -> list[dict]:
+    """northwind.products, `updated_at` cut to the milliseconds the poller publishes."""
+    with psycopg.connect(info.pg_dsn) as conn, conn.cursor(row_factory=psycopg.rows.dict_row) as cur:
+        cur.execute(NORTHWIND_PRODUCTS)
+        rows = cur.fetchall()
+    for row in rows:
+        at = row["updated_at"]
+        row["updated_at"] = at.replace(microsecond=at.microsecond // 1000 * 1000)
+    return rows
+
+
+def assert_products_equal_source_but_deletes(spark, info) -> None:
+    expected = products_in_source(info) + DELETED_PRODUCTS
+    columns = ["product_id", "product_name", "unit_price", "updated_at"]
+    problems = diff("silver.products", expected, silver_rows(spark, "products", columns), ["product_id"])
+    assert not problems, "\n".join(problems)
+
+
+@pytest.fixture(scope="module")
+def jdbc_poller(cdc_stack) -> Poller:
+    return Poller(cdc_stack.pg_dsn, cdc_stack.kafka_bootstrap)
 
 
 def run_postgres(info, transactions: list[list[str]]) -> None:
@@ -239,18 +301,34 @@ def ingest_and_build(spark, info, run_dir: Path) -> None:
     print(f"ingestion {ingested - started:.1f}s, dbt build {time.monotonic() - ingested:.1f}s")
 
 
-def test_snapshot(spark, cdc_stack, run_dir):
+def test_snapshot(spark, cdc_stack, run_dir, jdbc_poller):
+    assert len(jdbc_poller.poll()) == 8
     ingest_and_build(spark, cdc_stack, run_dir)
     assert_silver_equals_sources(spark, cdc_stack)
     assert_gold_equals_source_query(spark, cdc_stack)
+    assert_outbox_gold_equals_northwind(spark, cdc_stack)
+    assert_products_equal_source_but_deletes(spark, cdc_stack)
 
 
-def test_round_1_workload(spark, cdc_stack, run_dir):
+def test_round_1_workload(spark, cdc_stack, run_dir, jdbc_poller):
     run_postgres(cdc_stack, workloads.POSTGRES_ROUND_1)
+    run_postgres(cdc_stack, workloads.NORTHWIND_ROUND_1)
+    run_postgres(cdc_stack, workloads.PRODUCTS_ROUND_1)
     run_mariadb(cdc_stack, workloads.MARIADB_ROUND_1)
+    polled = jdbc_poller.poll()
+    # product 3 changed twice since the last poll: one record, its last state
+    assert sorted(row["product_id"] for row in polled) == [2, 3, 9, 10], polled
     ingest_and_build(spark, cdc_stack, run_dir)
     assert_silver_equals_sources(spark, cdc_stack)
     assert_gold_equals_source_query(spark, cdc_stack)
+    assert_outbox_gold_equals_northwind(spark, cdc_stack)
+    assert_products_equal_source_but_deletes(spark, cdc_stack)
+    # the state between product 3's two updates ('Rye crackers, thin' at 3.10) never reached bronze
+    states = sorted(tuple(row) for row in spark.sql(
+        "select get_json_object(_after, '$.product_name'), get_json_object(_after, '$.unit_price')"
+        " from bronze.query_northwind_products where get_json_object(_after, '$.product_id') = '3'").collect())
+    assert states == [("Rye crackers", decimal_bytes(Decimal("3.10"), 2)),
+                      ("Rye crackers, thin", decimal_bytes(Decimal("3.40"), 2))], states
     # The TOAST placeholder never reaches silver; the big values survive the later updates.
     placeholders = spark.sql(
         "select count(*) from silver.film where description like '%__debezium_unavailable_value%'"
@@ -259,25 +337,33 @@ def test_round_1_workload(spark, cdc_stack, run_dir):
     assert placeholders == 0
 
 
-def test_round_2_with_connect_restart(spark, cdc_stack, run_dir):
+def test_round_2_with_connect_restart(spark, cdc_stack, run_dir, jdbc_poller):
     import stack
 
     run_postgres(cdc_stack, workloads.POSTGRES_ROUND_2_BEFORE_RESTART)
     stack.restart_connect()
     connectors = stack.status()["connectors"]
-    for name in ("pagila-envelope", "movies-envelope", "pagila-avro", "movies-avro"):
+    for name in ("pagila-envelope", "movies-envelope", "northwind-outbox", "pagila-avro", "movies-avro"):
         assert connectors[name] == {"state": "RUNNING", "tasks": ["RUNNING"]}, connectors
     run_postgres(cdc_stack, workloads.POSTGRES_ROUND_2_AFTER_RESTART)
+    run_postgres(cdc_stack, workloads.NORTHWIND_ROUND_2)
+    DELETED_PRODUCTS.extend(row for row in products_in_source(cdc_stack) if row["product_id"] == 10)
+    run_postgres(cdc_stack, workloads.PRODUCTS_ROUND_2)
     run_mariadb(cdc_stack, workloads.MARIADB_ROUND_2)
+    assert [row["product_id"] for row in jdbc_poller.poll()] == [9]  # the delete of 10 is not seen
     ingest_and_build(spark, cdc_stack, run_dir)
     assert_silver_equals_sources(spark, cdc_stack)
     assert_gold_equals_source_query(spark, cdc_stack)
+    assert_outbox_gold_equals_northwind(spark, cdc_stack)
+    assert_products_equal_source_but_deletes(spark, cdc_stack)
 
 
 def test_full_refresh_equals_sources(spark, cdc_stack):
-    dbt("build", "--full-refresh", "--select", "silver")
+    dbt("build", "--full-refresh", "--select", "silver", "orders", "order_items")
     assert_silver_equals_sources(spark, cdc_stack)
     assert_gold_equals_source_query(spark, cdc_stack)
+    assert_outbox_gold_equals_northwind(spark, cdc_stack)
+    assert_products_equal_source_but_deletes(spark, cdc_stack)
 
 
 # --- Avro: a schema that cannot be had stops the run -------------------------------------

@@ -131,3 +131,58 @@ MARIADB_ROUND_2: list[list[str]] = [
     ],
     ["update movies set movie_id = 9003 where movie_id = 9002"],
 ]
+
+# The Northwind orders behind the outbox (stack/sql/northwind.sql); every statement makes
+# the triggers write events to northwind.cdc_events.
+NORTHWIND_ROUND_1: list[list[str]] = [
+    # a new order with its items: several events in one transaction
+    [
+        "insert into northwind.orders (order_id, customer_id, order_date, status, ship_country, freight)"
+        " values (1007, 6, date '2026-03-10', 'new', 'Iceland', 22.40)",
+        "insert into northwind.order_items (order_id, product_id, quantity, unit_price, discount)"
+        " values (1007, 3, 6, 3.10, 0), (1007, 8, 2, 6.60, 0.05)",
+    ],
+    ["update northwind.orders set status = 'shipped', freight = 44.10 where order_id = 1003"],
+    ["update northwind.order_items set quantity = quantity + 5 where order_id = 1002 and product_id = 3"],
+    # an item removed
+    ["delete from northwind.order_items where order_id = 1004 and product_id = 8"],
+    # an order deleted (its items go by ON DELETE CASCADE)
+    ["delete from northwind.orders where order_id = 1005"],
+    # the same order changed several times in one transaction: only the last state counts
+    [
+        "update northwind.orders set freight = 16.25 where order_id = 1006",
+        "insert into northwind.order_items (order_id, product_id, quantity, unit_price) values (1006, 7, 30, 2.35)",
+        "update northwind.order_items set discount = 0.20 where order_id = 1006 and product_id = 2",
+        "delete from northwind.order_items where order_id = 1006 and product_id = 4",
+    ],
+]
+
+NORTHWIND_ROUND_2: list[list[str]] = [
+    # the outbox purged as Debezium's outbox users do: silver keeps every event anyway
+    ["delete from northwind.cdc_events where event_id <= 12"],
+    ["update northwind.orders set ship_country = null, status = 'on hold' where order_id = 1001"],
+    # an order id deleted earlier is used again
+    [
+        "insert into northwind.orders (order_id, customer_id, order_date, status, freight)"
+        " values (1005, 2, date '2026-03-12', 'new', 0)",
+        "insert into northwind.order_items (order_id, product_id, quantity, unit_price) values (1005, 5, 1, 12.40)",
+    ],
+    ["delete from northwind.orders where order_id = 1007"],
+    ["update northwind.order_items set unit_price = 4.95 where product_id = 1"],
+]
+
+# northwind.products, captured by queries (tests/e2e/jdbc_poller.py); a trigger sets updated_at.
+PRODUCTS_ROUND_1: list[list[str]] = [
+    ["insert into northwind.products (product_id, product_name, unit_price) values (9, 'Lingonberry syrup', 5.45)"],
+    ["insert into northwind.products (product_id, product_name, unit_price) values (10, 'Dulse flakes', 3.30)"],
+    ["update northwind.products set unit_price = 19.10 where product_id = 2"],
+    # twice before the next poll: only the second state is ever published
+    ["update northwind.products set product_name = 'Rye crackers, thin' where product_id = 3"],
+    ["update northwind.products set unit_price = 3.40 where product_id = 3"],
+]
+
+PRODUCTS_ROUND_2: list[list[str]] = [
+    # never seen by a query-based source: product 10 stays in silver
+    ["delete from northwind.products where product_id = 10"],
+    ["update northwind.products set unit_price = 5.95 where product_id = 9"],
+]

@@ -22,7 +22,7 @@ from ingestion.pipeline import IngestConfig, run as ingest
 from tests.support import oracle
 from tests.support.lakehouse import dbt, history_rows, parquet_codecs, silver_rows
 from tests.support.paths import require_pagila
-from tools.sample_data import DEFAULT_SEED, generate
+from tools.sample_data import DEFAULT_SEED, generate, outbox, polled
 
 # The batches landed before each build. One build per batch: batch 3's cases that refer
 # to batch 2 must find batch 2 in silver, not in the same window: the unchanged-TOAST
@@ -119,6 +119,21 @@ def assert_gold_matches(spark, batch_dirs: list[Path]) -> None:
     assert len(revenue) == len(expected), f"revenue_by_category_month: {len(revenue)} rows, expected {len(expected)}"
     for got, want in zip(revenue, expected):
         assert got == want, f"gold.revenue_by_category_month differs:\n got  {got}\n want {want}"
+    # The outbox's orders as the generator's model holds them after the last batch landed.
+    batch = int(batch_dirs[-1].name)
+    events = outbox.build()
+    orders = [row.asDict() for row in spark.sql(
+        "select order_id, customer_id, order_date, status, ship_country, freight from gold.orders "
+        "order by order_id").collect()]
+    assert orders == events.expected_orders(batch)
+    items = [row.asDict() for row in spark.sql(
+        "select order_id, product_id, quantity, unit_price, discount from gold.order_items "
+        "order by order_id, product_id").collect()]
+    assert items == events.expected_items(batch)
+    # The query-based table: every polled row, by updated-at.
+    products = [row.asDict() for row in spark.sql(
+        "select product_id, product_name, unit_price, updated_at from silver.products order by product_id").collect()]
+    assert products == polled.build().expected_rows(batch)
 
 
 # Recreated as silver tables were before the upsert: hard deletes (staff, payment) and a

@@ -94,3 +94,37 @@ def test_bad_primary_key_declaration(tmp_path: Path):
     path.write_text("sources: [{name: bronze, tables: [{name: t, meta: {primary_key: [1]}}]}]")
     with pytest.raises(SourcesFileError, match="meta.primary_key"):
         load_primary_keys(path)
+
+
+def test_query_based_declaration(tmp_path: Path):
+    path = tmp_path / "sources.yml"
+    path.write_text(
+        """
+sources:
+  - name: bronze
+    tables:
+      - {name: q_products, meta: {topic: q.products, primary_key: [id], query_based: {updated_at: changed_at}}}
+      - {name: pagila_public_actor, meta: {topic: pagila.public.actor, primary_key: [actor_id]}}
+"""
+    )
+    keys = load_primary_keys(path)
+    assert keys.updated_at("q.products", "q_products") == "changed_at"
+    assert keys.updated_at("other", "q_products") == "changed_at"
+    assert keys.updated_at("pagila.public.actor", "pagila_public_actor") is None
+
+
+@pytest.mark.parametrize(
+    ("meta", "message"),
+    [
+        ("{primary_key: [id], query_based: changed_at}", "must be a mapping with one entry"),
+        ("{primary_key: [id], query_based: {updated_at: changed_at, mode: x}}", "must be a mapping with one entry"),
+        ("{primary_key: [id], query_based: {updated_at: 'a; drop table x'}}", "is not a plain column name"),
+        ("{primary_key: [id], query_based: {updated_at: id}}", "is a primary key column"),
+        ("{query_based: {updated_at: changed_at}}", "needs meta.primary_key"),
+    ],
+)
+def test_bad_query_based_declaration(tmp_path: Path, meta: str, message: str):
+    path = tmp_path / "sources.yml"
+    path.write_text(f"sources: [{{name: bronze, tables: [{{name: t, meta: {meta}}}]}}]")
+    with pytest.raises(SourcesFileError, match=f"table 't': .*{message}"):
+        load_primary_keys(path)

@@ -299,3 +299,37 @@ def test_records_that_cannot_be_kept_as_sent(spark, tmp_path):
         ("landed", None),
         ("quarantined", transform.NON_NUMERIC),
     ]
+
+
+def test_query_based_rows(spark):
+    """Rows of a topic declared query-based land with op r and their updated-at column as
+    log position; the same row on another topic is a flattened row without op, as before;
+    a query-based row without a usable updated-at value is quarantined with the reason."""
+    lines = [
+        ("q.products", '{"id":1,"name":"tea","changed_at":1717401600123}'),
+        ("q.products", '{"id":2,"name":"jam","changed_at":"2024-06-03T08:00:00.5Z"}'),
+        ("q.products", '{"id":3,"name":"oats"}'),
+        ("q.products", '{"id":4,"name":"rye","changed_at":"yesterday"}'),
+        ("q.products", '{"id":5,"name":"kelp","changed_at":-5}'),
+        ("q.products", '{"id":6,"__op":"u","changed_at":1}'),  # a Debezium record keeps its op
+        ("q.products", '{"status":"BEGIN","id":"1:2","event_count":null}'),  # still skipped
+        ("other", '{"id":1,"name":"tea","changed_at":1717401600123}'),
+    ]
+    df = spark.createDataFrame([(i, t, line) for i, (t, line) in enumerate(lines)],
+                               "_line_index int, _topic string, line string")
+    df = df.withColumn("_file_error", transform.F.lit(None).cast("string"))
+    prepared = transform.prepare(df, {"q.products": ["id"], "other": ["id"]}, updated_at={"q.products": "changed_at"})
+    got = [(r["_status"], r["_op"], r["_deleted"], r["_source_lsn"], r["_source_ts_ms"], r["reason"])
+           for r in prepared.orderBy("_line_index").collect()]
+    bad = ("query-based topic: updated-at column `changed_at` is missing or not a time ('%s'; expected epoch "
+           "milliseconds or ISO-8601, not before 1970)")
+    assert got == [
+        ("landed", "r", False, 1717401600123000, 1717401600123, None),
+        ("landed", "r", False, 1717401600500000, 1717401600500, None),
+        ("quarantined", "r", False, None, None, bad % "null"),
+        ("quarantined", "r", False, None, None, bad % "yesterday"),
+        ("quarantined", "r", False, None, None, bad % "-5"),
+        ("landed", "u", False, None, None, None),
+        ("skipped", "r", False, None, None, "Debezium transaction metadata (BEGIN), skipped"),
+        ("landed", None, None, None, None, None),  # unchanged: a flattened row without op
+    ]

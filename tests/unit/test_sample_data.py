@@ -13,7 +13,7 @@ import pytest
 
 from tests.support import oracle
 from tests.support.paths import PAGILA_DIR, require_pagila
-from tools.sample_data import DEFAULT_SEED, TOPIC_LAYOUT, debezium, generate, mariadb, pagila
+from tools.sample_data import DEFAULT_SEED, POLLED, TOPIC_LAYOUT, debezium, generate, mariadb, outbox, pagila, polled
 
 
 
@@ -108,7 +108,7 @@ def test_layout_and_offsets(sample, records):
             assert start == expect_next[(topic, part)], "offsets continue across files and batches"
             expect_next[(topic, part)] = start + f["records"]
     topics = {t for (_, t, _) in records}
-    assert topics == {f"pagila.public.{t}" for t in pagila.TABLES} | {"mariadb.movies_db.movies"}
+    assert topics == {f"pagila.public.{t}" for t in pagila.TABLES} | {"mariadb.movies_db.movies", outbox.TOPIC, polled.TOPIC}
     parts = {(t, p) for (_, t, p) in records}
     two = {"pagila.public.film_actor", "pagila.public.payment"}
     for topic in two:
@@ -151,7 +151,8 @@ def test_shapes_and_tombstones(records, sample):
                     assert "lsn" not in src and isinstance(src["pos"], int) and isinstance(src["row"], int)
                 else:
                     assert src["connector"] == "postgresql"
-                    assert src["name"] == "pagila" and src["db"] == "pagila" and src["schema"] == "public"
+                    server, schema = topic.split(".")[:2]  # pagila.public.* or the outbox's topic
+                    assert src["name"] == server and src["db"] == "pagila" and src["schema"] == schema
                     assert src["xmin"] is None
                     assert json.loads(src["sequence"])[1] == str(src["lsn"])
                 if pl["op"] == "d":
@@ -160,6 +161,8 @@ def test_shapes_and_tombstones(records, sample):
                     assert nxt == [None], "every envelope delete is followed by a tombstone"
                 else:
                     assert pl["after"] is not None
+            elif shape == POLLED:  # only the row's columns, the updated-at one among them
+                assert list(pl) == list(polled.COLUMNS) and isinstance(pl[polled.UPDATED_AT], int)
             else:
                 assert pl["__db"] == "pagila" and pl["__table"] == table and pl["__schema"] == "public"
                 assert pl["__deleted"] == ("true" if pl["__op"] == "d" else "false")

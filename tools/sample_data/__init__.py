@@ -1,5 +1,7 @@
-"""Sample Debezium change streams from the Pagila dataset (PostgreSQL) and a small
-invented MariaDB table (`mariadb.movies_db.movies`), laid out like the Kafka Connect S3
+"""Sample Debezium change streams from the Pagila dataset (PostgreSQL), a small
+invented MariaDB table (`mariadb.movies_db.movies`), an invented outbox
+(`outbox.northwind.cdc_events`) and a query-based table as a polling JDBC-style source
+sends it (`query.northwind.products`), laid out like the Kafka Connect S3
 sink writes them:
 
     <out>/batches/<k>/topics/<topic>/partition=<p>/<topic>+<p>+<startOffset:010d>.json
@@ -14,8 +16,11 @@ import json
 import shutil
 from pathlib import Path
 
-from . import debezium, mariadb, pagila, workload
+from . import debezium, mariadb, outbox, pagila, polled, workload
 from .debezium import ENVELOPE, FLATTENED
+
+# rows as a polling (query-based) source sends them: only the columns
+POLLED = "polled"
 
 DEFAULT_SEED = 7
 
@@ -36,6 +41,8 @@ TOPIC_LAYOUT = {
     "rental": (FLATTENED, False, 1),
     "payment": (ENVELOPE, False, 2),
     "movies": (ENVELOPE, False, 1),  # MariaDB, JsonConverter schemas.enable=false
+    "cdc_events": (ENVELOPE, False, 1),  # the outbox (PostgreSQL), schemas.enable=false
+    "products": (POLLED, False, 1),  # query-based (JDBC-style source, timestamp mode)
 }
 # every captured table, Pagila's then MariaDB's
 TABLES = pagila.TABLES + [mariadb.TABLE]
@@ -50,6 +57,8 @@ def generate(pagila_dir: str | Path, out: str | Path, seed: int = DEFAULT_SEED) 
     enums = {"mpaa_rating": pagila.enum_labels(schema_sql, "mpaa_rating")}
     w = workload.build(schema, rows, seed)
     movies = mariadb.build(seed)
+    outbox_events = outbox.build()
+    polled_rows = polled.build()
 
     out = Path(out)
     if (out / "batches").exists():
@@ -87,6 +96,16 @@ def generate(pagila_dir: str | Path, out: str | Path, seed: int = DEFAULT_SEED) 
         "primary_key": mariadb.PRIMARY_KEY, "columns": mariadb.COLUMNS,
         "columns_added_later": sorted(mariadb.LATER_COLUMNS), "tombstones": True,
     }
+    manifest["tables"][outbox.TABLE] = {
+        "topic": outbox.TOPIC, "shape": ENVELOPE, "schema_wrapper": False, "partitions": 1,
+        "primary_key": outbox.PRIMARY_KEY, "columns": outbox.COLUMNS, "columns_added_later": [],
+        "tombstones": True,
+    }
+    manifest["tables"][polled.TABLE] = {
+        "topic": polled.TOPIC, "shape": POLLED, "schema_wrapper": False, "partitions": 1,
+        "primary_key": polled.PRIMARY_KEY, "columns": polled.COLUMNS, "columns_added_later": [],
+        "tombstones": False,
+    }
 
     for batch, events in w.batches.items():
         lines: dict[tuple[str, int], list[str]] = {}
@@ -112,6 +131,10 @@ def generate(pagila_dir: str | Path, out: str | Path, seed: int = DEFAULT_SEED) 
             row = ev["after"] if ev["after"] is not None else ev["before"]
             key = {c: row[c] for c in mariadb.PRIMARY_KEY}
             add(mariadb.TABLE, mariadb.TOPIC, key, ev["op"], mariadb.record_value(ev))
+        for ev in outbox_events.batches[batch]:
+            add(outbox.TABLE, outbox.TOPIC, ev["key"], ev["op"], outbox.record_value(ev))
+        for row in polled_rows.batches[batch]:
+            add(polled.TABLE, polled.TOPIC, {"product_id": row["product_id"]}, "r", polled.record_value(row))
         files = []
         for (topic, part) in sorted(lines):
             recs = lines[(topic, part)]
@@ -136,4 +159,6 @@ def generate(pagila_dir: str | Path, out: str | Path, seed: int = DEFAULT_SEED) 
                                        encoding="utf-8")
     manifest["_workload"] = w  # in-memory only, for tests
     manifest["_movies"] = movies
+    manifest["_outbox"] = outbox_events
+    manifest["_polled"] = polled_rows
     return manifest

@@ -73,16 +73,26 @@
 {% endmacro %}
 
 
-{#- `cdc_deletes`: hard (default: a deleted row leaves silver) or soft (it stays with
-    `_cdc_is_deleted` = true and `_cdc_deleted_at`, keeping its last values). -#}
+{#- `cdc_deletes`: hard (default: a deleted row leaves silver), soft (it stays with
+    `_cdc_is_deleted` = true and `_cdc_deleted_at`, keeping its last values) or ignore
+    (an insert-only log such as an outbox: deletes, truncates and re-snapshots remove
+    nothing). The merge steps see 'ignore' as 'hard': no delete event reaches them. -#}
 {% macro cdc_delete_mode() %}
     {%- set mode = config.get('cdc_deletes') or 'hard' -%}
-    {%- if mode not in ['hard', 'soft'] -%}
+    {%- if mode not in ['hard', 'soft', 'ignore'] -%}
         {{ exceptions.raise_compiler_error(
             "Model " ~ model.name ~ ": cdc_deletes is '" ~ mode ~ "'. Use 'hard' (deleted rows leave "
-            ~ "the table, the default) or 'soft' (they stay, flagged by _cdc_is_deleted).") }}
+            ~ "the table, the default), 'soft' (they stay, flagged by _cdc_is_deleted) or 'ignore' "
+            ~ "(an insert-only log: source deletes, truncates and re-snapshots remove nothing).") }}
     {%- endif -%}
-    {{ return(mode) }}
+    {{ return('hard' if mode == 'ignore' else mode) }}
+{% endmacro %}
+
+
+{#- True for `cdc_deletes: ignore`: delete events and resets are left out of the batch. -#}
+{% macro cdc_ignores_deletes() %}
+    {%- do cdc_delete_mode() -%}
+    {{ return(config.get('cdc_deletes') == 'ignore') }}
 {% endmacro %}
 
 
