@@ -236,9 +236,11 @@ def avro_twin(topic: str) -> str:
     return re.sub(r"^(pagila|mariadb)\.", r"\1_avro.", topic)
 
 
-# Where each connector's own snapshot read a row: the same for a streamed change only.
+# Where each connector's own snapshot read a row (its position, and whether it was the
+# first or last of its table or of the snapshot, which differ as the Avro connector reads
+# fewer tables): the same for a streamed change only.
 SNAPSHOT_POSITION_COLUMNS = ("_source_lsn", "_source_binlog_file", "_source_binlog_pos", "_source_binlog_row",
-                             "_source_tx_id")
+                             "_source_tx_id", "_source_snapshot")
 
 
 def bronze_events(spark, topic: str) -> Counter:
