@@ -209,7 +209,7 @@ def test_quarantine_rows(spark, sink, first_run):
     customers = uri(sink / CUSTOMERS / "partition=0" / f"{CUSTOMERS}+0+0.json")
     lives = uri(sink / BAD_TOPIC / "partition=0" / f"{BAD_TOPIC}+0+0.json")
     bad_name = ("bad file name 'actor-export.json': expected <topic>+<partition>+<startOffset>.json "
-                "inside pg.public.actor/partition=<n>")
+                "(or .avro, [.<codec>].parquet) inside pg.public.actor/partition=<n>")
     got = rows(spark, "_quarantine", "_source_file, _source_line")
     fields = ["_topic", "_partition", "_offset", "_source_file", "_source_line", "reason", "raw"]
     assert [tuple(r[f] for f in fields) for r in got] == [
