@@ -294,8 +294,8 @@ def _list_partition(jvm: Any, fs: Any, folder: Any, topic: str, listing: Listing
             listing.skipped.append(Skipped(status.getPath().toString(), _skip_rule(name, status.isFile(), topic)))
         elif topic.startswith(HEARTBEAT_PREFIX):
             listing.skipped.append(Skipped(status.getPath().toString(), SKIP_HEARTBEAT))
-        elif _keys_name(name) is not None and not hidden(name):
-            keys[_keys_name(name)] = status
+        elif (values_name := _keys_name(name)) is not None and not hidden(name):
+            keys[values_name] = status
         else:
             values.append(status)
     names = {status.getPath().getName() for status in values}

@@ -3,7 +3,8 @@
 The same real Debezium records (tests/fixtures/debezium) written each way, as the sink
 writes them (per Kafka partition in offset order, one open file per folder, a new file
 every `flush.size` records, named after its first record's offset), land the same
-bronze rows; outside `partition=<n>` folders a record's `_offset` is its file's start
+bronze rows, each file with its `.keys.json` record keys file (`store.kafka.keys=true`);
+outside `partition=<n>` folders a record's `_offset` is its file's start
 offset * extract.LINE_SLOTS + its line index, and ordering a key's events by log
 position, then `_offset`, gives the order Kafka had."""
 
@@ -37,10 +38,21 @@ BRONZE = ("_topic, _partition, _offset, _source_file, _source_line, _op, _before
           "_source_lsn, _source_binlog_file, _source_binlog_pos, _source_binlog_row, _source_ts_ms, _ts_ms")
 
 
+# A recorded delete whose value loses its before image, as with REPLICA IDENTITY NOTHING:
+# its recorded Kafka key, in the keys file, must give it back.
+KEYLESS_DELETE = ("pagila.public.actor", 5)
+
+
 def fixture_records() -> list[dict]:
     records = []
     for name in TOPICS:
         records += [json.loads(line) for line in (FIXTURES / f"{name}.jsonl").read_text().splitlines() if line]
+    for r in records:
+        if (r["topic"], r["offset"]) == KEYLESS_DELETE:
+            value = json.loads(r["value"])
+            assert payload(value)["op"] == "d" and payload(value)["before"] is not None
+            payload(value)["before"] = None
+            r["value"] = json.dumps(value)
     return records
 
 
@@ -79,6 +91,8 @@ def lay_out(records: list[dict], root: Path, folder: Callable[[str], Callable[[d
         path = root / topic / sub / f"{topic}+{partition}+{start}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("".join(f"{r['value'] or 'null'}\n" for r in batch))
+        path.with_name(path.name.removesuffix(".json") + ".keys.json").write_text(
+            "".join(f"{r['key'] or 'null'}\n" for r in batch))
         uri = "file:" + quote(str(path), safe="/,;:$&+=@!'()*")
         for line, r in enumerate(batch):
             where[(uri, line)] = r
@@ -126,6 +140,12 @@ def test_other_partitioners_land_the_same_rows_in_kafka_order(spark, tmp_path):
         landed = [r for r in records if r["value"]]
         assert len(bronze["default"]) == len(landed)
         assert sorted(map(content, bronze[layout]), key=repr) == sorted(map(content, bronze["default"]), key=repr)
+        # the keys file gave the delete its key back, in both layouts
+        for name in bronze:
+            deletes = [r["_before"] for r in bronze[name] if (r["_topic"], r["_op"]) == ("pagila.public.actor", "d")]
+            recorded_key = next(payload(json.loads(r["key"])) for r in records
+                                if (r["topic"], r["offset"]) == KEYLESS_DELETE)
+            assert json.dumps(recorded_key, separators=(",", ":")) in deletes, (name, deletes)
         # the default layout's offsets are Kafka's
         assert sorted((r["_topic"], r["_offset"]) for r in bronze["default"]) == sorted(
             (r["topic"], r["offset"]) for r in landed)
