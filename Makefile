@@ -23,8 +23,17 @@ export CDC_JVM_ARCHIVE ?= $(CURDIR)/$(JARS)/spark-driver.jsa
 .PHONY: help setup demo test test-long test-unit test-integration lint clean sample bench
 
 help:
-	@echo "make demo   set up if needed, build the sample lakehouse, print its tables"
-	@echo "make test   set up if needed, run every test and the SQL lint"
+	@echo "make demo              set up if needed, build the sample lakehouse, print its tables"
+	@echo "make test              set up if needed, run every test and the SQL lint"
+	@echo "make test-unit         the tests under tests/unit only"
+	@echo "make test-integration  every test but tests/unit and the CDC stack's tests/e2e"
+	@echo "make test-long         the property and crash tests with a large budget"
+	@echo "make lint              sqlfluff on the dbt models"
+	@echo "make bench             the benchmark at full scale (BENCH_SCALE=small: shorter)"
+	@echo "make cdc-up / cdc-down the local CDC stack (PostgreSQL, MariaDB, Kafka, Debezium, ...)"
+	@echo "make run               one scheduled pass against the local stack"
+	@echo "make fixtures          record real Debezium output into tests/fixtures"
+	@echo "make setup / clean     fetch what the project needs / remove what runs wrote"
 
 # --- setup (idempotent: stamps record what is done) --------------------------
 setup: $(VENV)/.installed $(JARS)/.fetched $(JARS)/.stack-fetched build/.stack-apt $(CDC_JVM_ARCHIVE)
@@ -62,6 +71,12 @@ demo: setup sample
 # --- tests ---------------------------------------------------------------------
 test: setup lint
 	$(BIN)/python -m pytest -q --durations=15
+
+test-unit: setup
+	$(BIN)/python -m pytest -q tests/unit
+
+test-integration: setup
+	$(BIN)/python -m pytest -q tests --ignore=tests/unit --ignore=tests/e2e
 
 # The property and crash tests with a large budget (more random change streams, more kills;
 # 69.5 minutes on 2 cores, measured; raise CDC_PROPERTY_EXAMPLES / CDC_CRASH_KILLS for more).
