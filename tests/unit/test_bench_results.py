@@ -72,3 +72,21 @@ def test_ingestion_ratios_into_an_empty_and_an_existing_lakehouse_use_their_own_
     assert (existing.measured, existing.met) == (round(30.0 / 25.0, 3), True)
     # without the row (an older results.csv), its ratio is left out, not taken from another row
     assert not [what for what in _by_what(results.targets(rows[:2], "local[2]")) if "existing" in what]
+
+
+def test_avro_to_json_ratio_is_taken_from_the_same_events_rows():
+    rows = [
+        Result("ingestion", "ours local[2]", 0, 900_000, 30.0, 1),
+        Result("ingestion", cases.FROM_JSON.format("local[2]"), 0, 300_000, 50.0, 1),
+        Result("ingestion", cases.FROM_AVRO.format("local[2]"), 0, 300_000, 40.0, 1),
+    ]
+    what = "ingestion events/s, ours on the same events: from Avro / from JSON sink files"
+    found = _by_what(results.targets(rows, "local[2]"))[what]
+    assert (found.measured, found.wanted, found.met) == (round(50.0 / 40.0, 3), ">= 1.0", True)
+    slower = [*rows[:2], Result("ingestion", cases.FROM_AVRO.format("local[2]"), 0, 300_000, 60.0, 1)]
+    assert _by_what(results.targets(slower, "local[2]"))[what].met is False
+    # the smoke lands the Avro side only: the ratio shows as not measured, not from another row
+    alone = _by_what(results.targets([rows[0], rows[2]], "local[2]"))[what]
+    assert (alone.measured, alone.met) == (None, None)
+    # nor is it reported from results without the comparison's rows
+    assert what not in _by_what(results.targets(rows[:1], "local[2]"))
