@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Callable, Iterator
 from unittest import mock
 
+from benchmarks import avro_sink
 from benchmarks.generator import TOPIC, Layout, StreamConfig, write_segments
+from benchmarks.generator.encode import FLATTENED
 from benchmarks.generator.kafka import KafkaProduceError, produce_segments
 from benchmarks.measure import Measured, StepFailed, run_step
 from stack.settings import ports_above_defaults
@@ -47,6 +49,10 @@ MERGE_LOCAL1_ONE_CPU = MERGE_LOCAL1 + ONE_CPU
 # database (5.2-5.9 s against 2.9-4.1 s to start an existing one, docs/performance.md),
 # which a lakehouse does once; Hudi's writer writes by path and has no metastore.
 INGEST_EXISTING = "ours {} into an existing lakehouse"
+# The same events from JSON sink files (JsonConverter, schemas off) and from Avro sink
+# files (AvroFormat, benchmarks/avro_sink.py); `{}`: the master.
+FROM_JSON = "ours {} from JSON sink files"
+FROM_AVRO = "ours {} from Avro sink files"
 
 
 def one_cpu() -> list[str]:
@@ -78,6 +84,10 @@ class Scale:
     # each side's median: one landing of the same 900k events took 30.2 s in one bench
     # run and 36.8 s in the next, Hudi's writer 33.2 and 30.3 s (docs/performance.md).
     rounds: int = 3
+    # The Avro/JSON comparison's events (a flattened stream of its own: Avro files hold no
+    # tombstones); 0 leaves the case out (the smoke: a process per side would be two
+    # ingestion starts; tests/unit/test_bench_results.py runs the case with its steps stubbed).
+    format_events: int = 300_000
 
 
 SCALES = {
@@ -86,7 +96,7 @@ SCALES = {
     # the one-CPU prefix: tests/unit/test_bench_results.py) and the small batch, 8 of the
     # smoke's 20 steps at 45d6b4f (528 s of its 18m25s on an Intel Xeon).
     "smoke": Scale("smoke", keys=2_000, history=(6_000,), batch=1_000, small_batch=100, records_per_file=3_000,
-                   rounds=1, one_core=False, small_run=False),
+                   rounds=1, one_core=False, small_run=False, format_events=0),
     "small": Scale("small", keys=100_000, history=(300_000, 1_000_000), batch=30_000, small_batch=1_000,
                    records_per_file=100_000),
     # make bench: the issue's sizes
@@ -227,6 +237,7 @@ class Bench:
             shutil.rmtree(self.work / name, ignore_errors=True)
         self.generate()
         self.ingestion_comparison()
+        self.format_comparison()
         self.kafka_ingestion()
         self.refresh_as_history_grows()
         self.warm_loop()
@@ -296,6 +307,50 @@ class Bench:
         if not last:
             shutil.rmtree(target, ignore_errors=True)
         return measured
+
+    def format_streams(self) -> tuple[Path, Path, int]:
+        """The comparison's stream (flattened: Avro files hold no tombstones) as JSON sink
+        files, schemas off, and as Avro files of the same records, converted from the
+        same stream with its schemas (written once: the generator and the Avro folder's
+        marker reuse a folder that holds them); (JSON topics, Avro topics, events)."""
+        folder = self.work / "formats"
+        events = self.scale.format_events
+        config = StreamConfig(events=events, keys=min(self.scale.keys, events), row_bytes=self.scale.row_bytes)
+        layout = Layout(shape=FLATTENED, records_per_file=self.scale.records_per_file)
+        manifest = write_segments(config, layout, [("formats", events)], folder / "json")
+        wrapped = folder / "wrapped"
+        write_segments(config, replace(layout, wrapped=True), [("formats", events)], wrapped)
+        avro_topics = folder / "avro" / "topics"
+        marker = folder / "avro" / ".converted"
+        if not marker.exists() or marker.read_text() != json.dumps(manifest, sort_keys=True):
+            shutil.rmtree(avro_topics, ignore_errors=True)
+            avro_sink.convert(wrapped / "formats" / "topics", avro_topics, "null")
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.write_text(json.dumps(manifest, sort_keys=True))
+        counts = manifest["counts"]["formats"]
+        return folder / "json" / "formats" / "topics", avro_topics, counts["c"] + counts["u"] + counts["d"]
+
+    def format_comparison(self) -> None:
+        """Ours on the same events from JSON and from Avro sink files, into empty tables,
+        `rounds` times alternated, the medians recorded (results.md: their ratio); left
+        out when the scale's `format_events` is 0."""
+        if not self.scale.format_events:
+            return
+        json_topics, avro_topics, events = self.format_streams()
+        target = self.lakehouse("formats")
+
+        def one_round(tag: str, last: bool) -> dict[str, Measured]:
+            measured: dict[str, Measured] = {}
+            for variant, name, topics in ((FROM_JSON, "json", json_topics), (FROM_AVRO, "avro", avro_topics)):
+                measured[variant.format(self.master)] = self.step(f"ingest_formats_{name}{tag}", [
+                    PYTHON, "-m", "ingestion", "--input", str(topics), "--sources-yml", str(SOURCES_YML),
+                ], target)
+                shutil.rmtree(target, ignore_errors=True)
+            return measured
+
+        self.in_rounds(one_round, events, (
+            f"The same {events:,} events (flattened) from JSON sink files (schemas off) and from Avro sink files: "
+            f"{self.scale.rounds} rounds alternated in this order, the median recorded above"))
 
     def kafka_ingestion(self) -> None:
         """The first history segment again, from a Kafka topic instead of sink files: the

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 from urllib.parse import unquote
 
 from pyspark import StorageLevel
@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 
 from ingestion import extract, load, naming, transform
 from ingestion.errors import TableNameError, UsageError
-from ingestion.naming import validate_identifier
+from ingestion.naming import FORMAT_JSON, validate_identifier
 from ingestion.sources import PrimaryKeys, load_primary_keys
 from ingestion.spark import session_settings
 
@@ -223,6 +223,7 @@ def _run(spark: SparkSession, config: IngestConfig) -> RunSummary:
             with session_settings(spark, ONE_PASS_SETTINGS):
                 splits = transform.split_stats(cached[0]).collect()
             stats = _file_stats(splits)
+            input_bytes = _input_bytes(new_files, splits)
             placed = transform.place_lines(cached[0], splits, new_files)
             if extract.share_offsets(new_files, {uri: row["lines"] for uri, row in stats.items()}):
                 cached.pop().unpersist()
@@ -340,8 +341,8 @@ def write_tables(
 ) -> None:
     """Quarantine first, then every bronze table (keyed duplicate-drop inserts).
     `classified` holds one landed row per key: a Kafka micro-batch, or sink files with their
-    shared offsets resolved (transform.resolve_shared_offsets). `input_bytes`: sink file bytes (a Kafka micro-batch:
-    record value bytes) per table, which pick bulk_insert for large shares (load.use_bulk_insert).
+    shared offsets resolved (transform.resolve_shared_offsets). `input_bytes`: sink file bytes (_input_bytes; a Kafka
+    micro-batch: record value bytes) per table, which pick bulk_insert for large shares (load.use_bulk_insert).
     `created`: tables the caller already ensured, {table: created by that call}.
     Each of `counts` gets its landed and held set to what its bronze insert added and
     left out as held already."""
@@ -373,13 +374,22 @@ def write_tables(
         entry.landed -= entry.held
 
 
-def _input_bytes(files: list[extract.SourceFile]) -> dict[str, int]:
-    """Sink file bytes per bronze table that lands records: files with a file-level
-    error land nothing."""
+def _input_bytes(files: list[extract.SourceFile], splits: Iterable[Mapping] = ()) -> dict[str, int]:
+    """Per bronze table that lands records, the bytes load.use_bulk_insert weighs: a JSON
+    file's size; for an Avro or Parquet file, the bytes of the JSON lines its records are
+    read as (the `bytes` of its transform.split_stats rows; 0 before they are counted).
+    Files with a file-level error land nothing."""
+    # The threshold is set on JSON, which lands at about a tenth of its size; Avro holds
+    # the same records in fewer bytes, so its own size would keep a share that JSON sends
+    # to bulk_insert on insert's one-task write (docs/sink-formats.md).
+    rendered: dict[str, int] = {}
+    for row in splits:
+        rendered[row["_source_file"]] = rendered.get(row["_source_file"], 0) + row["bytes"]
     sizes: dict[str, int] = {}
     for f in files:
         if f.table and not f.error:
-            sizes[f.table] = sizes.get(f.table, 0) + f.size
+            size = f.size if f.format == FORMAT_JSON else rendered.get(f.uri, 0)
+            sizes[f.table] = sizes.get(f.table, 0) + size
     return sizes
 
 

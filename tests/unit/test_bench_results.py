@@ -72,3 +72,54 @@ def test_ingestion_ratios_into_an_empty_and_an_existing_lakehouse_use_their_own_
     assert (existing.measured, existing.met) == (round(30.0 / 25.0, 3), True)
     # without the row (an older results.csv), its ratio is left out, not taken from another row
     assert not [what for what in _by_what(results.targets(rows[:2], "local[2]")) if "existing" in what]
+
+
+def test_avro_to_json_ratio_is_taken_from_the_same_events_rows():
+    rows = [
+        Result("ingestion", "ours local[2]", 0, 900_000, 30.0, 1),
+        Result("ingestion", cases.FROM_JSON.format("local[2]"), 0, 300_000, 50.0, 1),
+        Result("ingestion", cases.FROM_AVRO.format("local[2]"), 0, 300_000, 40.0, 1),
+    ]
+    what = "ingestion events/s, ours on the same events: from Avro / from JSON sink files"
+    found = _by_what(results.targets(rows, "local[2]"))[what]
+    assert (found.measured, found.wanted, found.met) == (round(50.0 / 40.0, 3), ">= 1.0", True)
+    slower = [*rows[:2], Result("ingestion", cases.FROM_AVRO.format("local[2]"), 0, 300_000, 60.0, 1)]
+    assert _by_what(results.targets(slower, "local[2]"))[what].met is False
+    # without the JSON row the ratio shows as not measured, not taken from another row
+    alone = _by_what(results.targets([rows[0], rows[2]], "local[2]"))[what]
+    assert (alone.measured, alone.met) == (None, None)
+    # nor is it reported from results without the comparison's rows
+    assert what not in _by_what(results.targets(rows[:1], "local[2]"))
+
+
+def test_format_comparison_lands_the_same_events_from_json_then_avro(tmp_path, monkeypatch):
+    """The sink formats' case with its steps stubbed: the stream written once as JSON
+    (schemas off) and as Avro files of the same records, then each landed in turn."""
+    from dataclasses import replace
+
+    from benchmarks.measure import Measured
+
+    bench = cases.Bench(replace(cases.SCALES["smoke"], format_events=300, records_per_file=100, rounds=2), tmp_path)
+    ran: list[tuple[str, str]] = []
+
+    def step(name, argv, lakehouse, *args, **kwargs):
+        ran.append((name, argv[argv.index("--input") + 1]))
+        return Measured(name, 10.0 if "avro" in name else 20.0, 1.0, 1.0, tmp_path / f"{name}.log")
+
+    monkeypatch.setattr(bench, "step", step)
+    bench.format_comparison()
+    json_topics, avro_topics, events = bench.format_streams()
+    assert ran == [(f"ingest_formats_{side}_round{i}", str(topics)) for i in (1, 2)
+                   for side, topics in (("json", json_topics), ("avro", avro_topics))]
+    json_files = sorted(p.relative_to(json_topics).with_suffix("") for p in json_topics.rglob("*.json"))
+    avro_files = sorted(p.relative_to(avro_topics).with_suffix("") for p in avro_topics.rglob("*.avro"))
+    assert json_files == avro_files and len(json_files) >= 3  # 300 records, 100 a file, 2 partitions
+    assert events == 300  # flattened: one record per event, no tombstones
+    assert {(r.variant, r.events, r.seconds) for r in bench.results} == {
+        (cases.FROM_JSON.format("local[2]"), 300, 20.0), (cases.FROM_AVRO.format("local[2]"), 300, 10.0)}
+    what = "ingestion events/s, ours on the same events: from Avro / from JSON sink files"
+    assert _by_what(results.targets(bench.results, "local[2]"))[what].measured == 2.0
+    # the smoke leaves the case out
+    smoke = cases.Bench(cases.SCALES["smoke"], tmp_path / "smoke")
+    smoke.format_comparison()
+    assert smoke.results == [] and not (tmp_path / "smoke" / "formats").exists()

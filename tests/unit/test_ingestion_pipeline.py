@@ -416,3 +416,22 @@ def test_tables_created_alongside_a_job_or_without_one(spark, job_runs):
             assert ensured() == {"t_one": False, "t_two": False}
     finally:
         drop_schemas(spark, [schema])
+
+
+def test_avro_and_parquet_shares_weigh_as_the_json_lines_their_records_are_read_as():
+    """load.use_bulk_insert's threshold is set on JSON bytes: an Avro or Parquet file counts
+    the bytes of its records as JSON lines (split_stats' `bytes`), not its own, which are
+    a few times fewer for the same records; a JSON file counts its size."""
+    from ingestion.pipeline import _input_bytes
+
+    def sink_file(name: str, kind: str, size: int, table: str = "t", error: str | None = None) -> SourceFile:
+        return SourceFile(uri=f"file:/in/{name}", read_path=f"/in/{name}", topic="x", partition=0, start_offset=0,
+                          table=table, error=error, size=size, format=kind)
+
+    files = [sink_file("a.json", "json", 100), sink_file("b.avro", "avro", 30), sink_file("c.parquet", "parquet", 20),
+             sink_file("d.avro", "avro", 40, table="u"), sink_file("e.avro", "avro", 50, error="cut short")]
+    splits = [{"_source_file": "file:/in/b.avro", "bytes": 70}, {"_source_file": "file:/in/b.avro", "bytes": 60},
+              {"_source_file": "file:/in/c.parquet", "bytes": 55}, {"_source_file": "file:/in/d.avro", "bytes": 90}]
+    assert _input_bytes(files, splits) == {"t": 100 + 130 + 55, "u": 90}
+    # before the records are counted, every table that may land is named
+    assert _input_bytes(files) == {"t": 100, "u": 0}
