@@ -448,24 +448,43 @@ def _registry_latest_value_fields(subject: str) -> dict[str, str]:
     return {f["name"]: _avro_type(f["type"]) for f in record["fields"]}
 
 
+def type_changes(registered: dict[str, str | None], columns: list[tuple[str, str]],
+                 decimal_mode: str = "precise") -> list[tuple[str, str, str, str]]:
+    """(column, registered Avro type, Avro type now, data_type now) for each PostgreSQL
+    column (`columns`: name, information_schema data_type) whose type now maps to an Avro
+    type the registered one does not promote to. Columns added or dropped, and types not
+    mapped, are left out (those changes are compatible, or not known here)."""
+    mapping = {**_PG_AVRO_TYPES, "numeric": {"double": "double", "string": "string"}.get(decimal_mode, "bytes")}
+    changes = []
+    for column, data_type in columns:
+        old, new = registered.get(column), mapping.get(data_type)
+        if old and new and old != new and (old, new) not in _AVRO_PROMOTIONS:
+            changes.append((column, old, new, data_type))
+    return changes
+
+
+def refused_subject(trace: str) -> tuple[str, str] | None:
+    """(subject, the registry's causes) when a task's trace is Apicurio's converter
+    refused by a compatibility rule, else None."""
+    refused = re.search(r"RuleViolationException: Incompatible artifact: (\S+) \[(\w+)\].*?Causes: ([^\n]*)", trace)
+    return (refused.group(1), refused.group(3)) if refused else None
+
+
 def _changed_columns(config: dict[str, str], topic: str, subject: str) -> list[str]:
-    """`column: old -> new` for each column of a PostgreSQL connector's table whose type
-    now maps to an Avro type the latest registered schema cannot be promoted to."""
+    """`column: old -> new (now <type> in <schema>.<table>)` for a PostgreSQL connector's
+    table (type_changes: the latest registered schema against the table's columns now)."""
     if config.get("connector.class") != PG_CONNECTOR:
         return []
     schema, table = topic.split(".")[-2:]
     if not (_SAFE_NAME.match(schema) and _SAFE_NAME.match(table)):
-        return []
+        return []  # never put a name SQL could misread into a query
     registered = _registry_latest_value_fields(subject)
     rows = psql("select column_name, data_type from information_schema.columns"
                 f" where table_schema = '{schema}' and table_name = '{table}' order by ordinal_position",
                 db=config.get("database.dbname", "pagila"))
-    changes = []
-    for column, data_type in rows:
-        old, new = registered.get(column), _PG_AVRO_TYPES.get(data_type)
-        if old and new and old != new and (old, new) not in _AVRO_PROMOTIONS:
-            changes.append(f"{column}: {old} -> {new} (now {data_type} in {schema}.{table})")
-    return changes
+    return [f"{column}: {old} -> {new} (now {data_type} in {schema}.{table})" for column, old, new, data_type
+            in type_changes(registered, [(str(c), str(t)) for c, t in rows],
+                            config.get("decimal.handling.mode", "precise"))]
 
 
 def connector_problem(name: str) -> str | None:
@@ -482,10 +501,10 @@ def connector_problem(name: str) -> str | None:
     if not failed:
         return None
     trace = str(failed[0].get("trace", ""))
-    refused = re.search(r"RuleViolationException: Incompatible artifact: (\S+) \[(\w+)\].*?Causes: ([^\n]*)", trace)
+    refused = refused_subject(trace)
     if not refused:
         return f"connector {name}: task {failed[0].get('id')} FAILED: {trace.splitlines()[0] if trace else '?'}"
-    subject, causes = refused.group(1), refused.group(3)
+    subject, causes = refused
     topic = re.sub(r"-(value|key)$", "", subject)
     config = connect.config(name)
     try:
