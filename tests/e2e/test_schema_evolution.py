@@ -15,7 +15,9 @@ came before it (PostgreSQL fills them with the default without an event), and a 
 column keeps the value of a row's last event before the drop (null for rows changed
 after it). The incompatible change stops the scratch connector with a message naming
 the column and both types and what to do, while another connector's table goes on;
-doing what it says lands the change.
+doing what it says lands the change. Last, a second connector on the same table writes
+the schema ids into Apicurio's record headers instead of the payload, and its records
+land like the wire format's.
 """
 
 from __future__ import annotations
