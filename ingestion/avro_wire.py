@@ -9,6 +9,14 @@ fields. That is the text Kafka Connect's JsonConverter (schemas off) writes for 
 Connect record, so the JSON path (`ingestion.transform`) parses it unchanged and the same
 event gives the same bronze row whichever converter wrote it.
 
+Apicurio's converter can instead put the id in the record's headers
+(``apicurio.registry.headers.enabled=true``): header ``apicurio.<side>.contentId`` (with
+``use-id=contentId``) or ``apicurio.<side>.globalId`` (its default) holds the id as an
+8-byte big-endian long, and the body is the bare Avro binary.
+`from_apicurio_headers` turns a record carrying a content id in its headers into the
+wire format (the Confluent-compatible API's ids are content ids), so everything after
+reads one format; a global id, or a content id beyond 4 bytes, is refused with a reason.
+
 Pure DataFrame -> DataFrame / Column functions; the schemas come from the caller
 (`ingestion.registry`).
 """
@@ -28,6 +36,46 @@ HEADER_BYTES = 5  # magic byte 0 + 4-byte schema id
 # A body that does not decode with its schema gives null instead of failing the batch.
 AVRO_OPTIONS = {"mode": "PERMISSIVE"}
 SHOWN_BYTES = 8  # bytes of a refused record shown (in hex) in its reason
+
+
+# Apicurio 2.x serde header names (io.apicurio.registry.serde.SerdeHeaders), per side.
+CONTENT_ID_HEADER = "apicurio.{side}.contentId"
+GLOBAL_ID_HEADER = "apicurio.{side}.globalId"
+HEADER_ERROR = "_header_error"
+
+
+def _header(headers: Column, name: str) -> Column:
+    """The bytes of the last header called `name`, else null."""
+    matching = F.filter(headers, lambda header: header["key"] == F.lit(name))
+    return F.when(F.size(matching) > 0, F.element_at(matching, -1)["value"])
+
+
+def from_apicurio_headers(records: DataFrame) -> DataFrame:
+    """Records read with their `headers` (Kafka source option includeHeaders) -> the same
+    records without `headers`, each value and key whose schema id is in Apicurio's
+    headers rewritten to the wire format (byte 0, the id in 4 bytes, the body), and
+    `_header_error`: why a record's header id cannot be read (a global id, which the
+    Confluent-compatible API does not resolve; a content id that is not 8 bytes or needs
+    more than 4), else null. Records without such headers are left as they are."""
+    headers = F.coalesce(F.col("headers"), F.array())
+    topic, partition, offset = F.col("_topic"), F.col("_partition"), F.col("_offset")
+    out = records
+    errors = []
+    for side in ("value", "key"):
+        content_id = _header(headers, CONTENT_ID_HEADER.format(side=side))
+        global_id = _header(headers, GLOBAL_ID_HEADER.format(side=side))
+        fits = (F.octet_length(content_id) == 8) & (F.hex(F.substring(content_id, 1, 4)) == "00000000")
+        data = F.col(side)
+        out = out.withColumn(side, F.when(data.isNotNull() & content_id.isNotNull() & fits, F.concat(
+            F.unhex(F.lit("00")), F.substring(content_id, 5, 4), data)).otherwise(data))
+        errors.append(F.when(data.isNull(), None).when(content_id.isNotNull() & ~fits, F.format_string(
+            f"record {side} at topic %s partition %d offset %d: header {CONTENT_ID_HEADER.format(side=side)} "
+            "holds 0x%s, not a content id of 8 bytes below 2^32", topic, partition, offset, F.hex(content_id)))
+            .when(content_id.isNull() & global_id.isNotNull(), F.format_string(
+                f"record {side} at topic %s partition %d offset %d names its schema by global id (header "
+                f"{GLOBAL_ID_HEADER.format(side=side)}), which the registry's Confluent-compatible API does not "
+                "resolve: set the converter's apicurio.registry.use-id=contentId", topic, partition, offset)))
+    return out.withColumn(HEADER_ERROR, F.coalesce(*errors)).drop("headers")
 
 
 def _is_record(schema: str) -> bool:
@@ -124,7 +172,9 @@ def decode_records(records: DataFrame, schemas: Mapping[int, str]) -> DataFrame:
             f"record {side} at topic %s partition %d offset %d does not decode as Avro with schema id %d",
             topic, partition, offset, schema_id(data)))
 
+    header_error = F.col(HEADER_ERROR) if HEADER_ERROR in records.columns else F.lit(None).cast("string")
     error = F.coalesce(
+        header_error,
         not_wire_format_reason(value, "value", topic, partition, offset),
         undecodable("value", value, F.col("_value_json")),
         undecodable("key", key, F.col("_key_json")),
@@ -135,5 +185,5 @@ def decode_records(records: DataFrame, schemas: Mapping[int, str]) -> DataFrame:
         F.coalesce(F.col("_value_json"), value.cast("string")).alias("value"),
         F.coalesce(F.col("_key_json"), key.cast("string")).alias("key"),
         error.alias("_wire_error"),
-        *[c for c in records.columns if c not in ("_topic", "_partition", "_offset", "value", "key")],
+        *[c for c in records.columns if c not in ("_topic", "_partition", "_offset", "value", "key", HEADER_ERROR)],
     )

@@ -122,6 +122,8 @@ def _run_kafka(spark: SparkSession, config: KafkaIngestConfig) -> RunSummary:
 
     def land_batch(records: DataFrame, batch_id: int) -> None:
         batch_spark = records.sparkSession
+        if "headers" in records.columns:  # Avro: ids in Apicurio's headers -> the wire format
+            records = avro_wire.from_apicurio_headers(records)
         records = records.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             value_bytes = {row["_topic"]: row["bytes"] for row in kafka_source.bytes_by_topic(records).collect()}

@@ -84,6 +84,9 @@ def read_stream(spark: SparkSession, source: KafkaSource) -> DataFrame:
         # Records deleted by retention before we read them are lost data: stop, do not skip.
         .option("failOnDataLoss", "true")
     )
+    if source.value_format == "avro":
+        # Apicurio's converter may put the schema id in the headers (avro_wire.from_apicurio_headers)
+        reader = reader.option("includeHeaders", "true")
     if source.max_offsets_per_batch:
         reader = reader.option("maxOffsetsPerTrigger", str(source.max_offsets_per_batch))
     for key, value in {**env_options(), **source.options}.items():
@@ -92,7 +95,7 @@ def read_stream(spark: SparkSession, source: KafkaSource) -> DataFrame:
         F.col("topic").alias("_topic"),
         F.col("partition").cast("int").alias("_partition"),
         F.col("offset").cast("bigint").alias("_offset"),
-        *((F.col("value"), F.col("key")) if source.value_format == "avro" else (
+        *((F.col("value"), F.col("key"), F.col("headers")) if source.value_format == "avro" else (
             F.col("value").cast("string").alias("value"), F.col("key").cast("string").alias("key"))),
     )
 

@@ -18,6 +18,7 @@ from .api import (
     COMPONENTS,
     StackInfo,
     connector_config,
+    connector_problem,
     connector_names,
     delete_topics,
     down,
@@ -38,7 +39,7 @@ from .credentials import Credentials
 from .errors import StackError
 
 __all__ = [
-    "COMPONENTS", "Credentials", "StackError", "StackInfo", "connector_config",
+    "COMPONENTS", "Credentials", "StackError", "StackInfo", "connector_config", "connector_problem",
     "connector_names", "delete_topics", "down", "end_offsets", "info", "leftover_processes",
     "load_pagila", "mariadb", "psql", "register", "restart_connect", "status", "unregister",
     "up", "wait_caught_up",

@@ -11,6 +11,8 @@ import json
 import re
 import shutil
 import time
+import urllib.parse
+import urllib.request
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +24,7 @@ from .errors import StackError
 from .kafka import Kafka
 from .mariadb import MariaDB
 from .postgres import Postgres
-from .registry import SchemaRegistry
+from .registry import COMPATIBILITY, SchemaRegistry
 from .s3 import S3Server
 from .proc import stack_processes
 from .settings import (
@@ -246,15 +248,18 @@ def _running_connect() -> Connect:
     return connect
 
 
-def register(name: str, timeout: float = 180, overrides: dict[str, str] | None = None) -> dict[str, Any]:
+def register(name: str, timeout: float = 180, overrides: dict[str, str] | None = None,
+             template: str | None = None) -> dict[str, Any]:
     """PUT the connector's config and wait until it and its task are RUNNING.
 
     ``overrides`` replace or add config entries for this registration only (e.g.
     ``{"snapshot.mode": "no_data"}``); the file in ``stack/connectors`` is unchanged.
+    ``template`` registers ``name`` with the config of another file (e.g. a scratch
+    connector made from ``pagila-avro`` with its own prefix, slot and tables).
     Raises StackError with the connector's trace when it FAILED.
     """
     connect = _running_connect()
-    config = {**connector_config(name), **{str(k): str(v) for k, v in (overrides or {}).items()}}
+    config = {**connector_config(template or name), **{str(k): str(v) for k, v in (overrides or {}).items()}}
     connect.call("PUT", f"/connectors/{name}/config", config)
     return connect.wait_running(name, timeout)
 
@@ -406,3 +411,119 @@ __all__ = [
     "connector_names", "connector_config", "register", "unregister", "restart_connect",
     "end_offsets", "delete_topics", "wait_caught_up", "psql", "mariadb", "load_pagila",
 ]
+
+
+# Debezium's Avro type (the non-null branch) for a PostgreSQL column type, as
+# information_schema.columns.data_type names it; types left out are not compared.
+_PG_AVRO_TYPES = {
+    "smallint": "int", "integer": "int", "bigint": "long", "real": "float", "double precision": "double",
+    "boolean": "boolean", "text": "string", "character varying": "string", "character": "string",
+    "numeric": "bytes", "bytea": "bytes", "date": "int", "uuid": "string", "json": "string", "jsonb": "string",
+    "timestamp without time zone": "long", "timestamp with time zone": "string",
+}
+# Avro's promotions: a reader of the new type reads data written with the old one.
+_AVRO_PROMOTIONS = {("int", "long"), ("int", "float"), ("int", "double"), ("long", "float"), ("long", "double"),
+                    ("float", "double"), ("string", "bytes"), ("bytes", "string")}
+_SAFE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
+
+
+def _avro_type(field_type: Any) -> str | None:
+    """The non-null branch of a field's type, by name (`long`, `string`, a record's name...)."""
+    branches = field_type if isinstance(field_type, list) else [field_type]
+    for branch in branches:
+        if branch != "null":
+            return branch.get("type") if isinstance(branch, dict) else str(branch)
+    return None
+
+
+def _registry_latest_value_fields(subject: str) -> dict[str, str]:
+    """column -> Avro type of the `after` record of the latest schema registered under `subject`."""
+    subject_path = urllib.parse.quote(subject, safe="")
+    url = f"{SchemaRegistry(load_settings()).ccompat_url}/subjects/{subject_path}/versions/latest"
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        envelope = json.loads(json.load(answer)["schema"])
+    # `before` defines the row record, `after` names it
+    record = next(b for f in envelope["fields"] if f["name"] in ("before", "after")
+                  for b in (f["type"] if isinstance(f["type"], list) else [f["type"]]) if isinstance(b, dict))
+    return {f["name"]: _avro_type(f["type"]) for f in record["fields"]}
+
+
+def type_changes(registered: dict[str, str | None], columns: list[tuple[str, str]],
+                 decimal_mode: str = "precise") -> list[tuple[str, str, str, str]]:
+    """(column, registered Avro type, Avro type now, data_type now) for each PostgreSQL
+    column (`columns`: name, information_schema data_type) whose type now maps to an Avro
+    type the registered one does not promote to. Columns added or dropped, and types not
+    mapped, are left out (those changes are compatible, or not known here)."""
+    mapping = {**_PG_AVRO_TYPES, "numeric": {"double": "double", "string": "string"}.get(decimal_mode, "bytes")}
+    changes = []
+    for column, data_type in columns:
+        old, new = registered.get(column), mapping.get(data_type)
+        if old and new and old != new and (old, new) not in _AVRO_PROMOTIONS:
+            changes.append((column, old, new, data_type))
+    return changes
+
+
+def refused_subject(trace: str) -> tuple[str, str] | None:
+    """(subject, the registry's causes) when a task's trace is Apicurio's converter
+    refused by a compatibility rule, else None."""
+    refused = re.search(r"RuleViolationException: Incompatible artifact: (\S+) \[(\w+)\].*?Causes: ([^\n]*)", trace)
+    return (refused.group(1), refused.group(3)) if refused else None
+
+
+def _changed_columns(config: dict[str, str], topic: str, subject: str) -> list[str]:
+    """`column: old -> new (now <type> in <schema>.<table>)` for a PostgreSQL connector's
+    table (type_changes: the latest registered schema against the table's columns now)."""
+    if config.get("connector.class") != PG_CONNECTOR:
+        return []
+    schema, table = topic.split(".")[-2:]
+    if not (_SAFE_NAME.match(schema) and _SAFE_NAME.match(table)):
+        return []  # never put a name SQL could misread into a query
+    registered = _registry_latest_value_fields(subject)
+    rows = psql("select column_name, data_type from information_schema.columns"
+                f" where table_schema = '{schema}' and table_name = '{table}' order by ordinal_position",
+                db=config.get("database.dbname", "pagila"))
+    return [f"{column}: {old} -> {new} (now {data_type} in {schema}.{table})" for column, old, new, data_type
+            in type_changes(registered, [(str(c), str(t)) for c, t in rows],
+                            config.get("decimal.handling.mode", "precise"))]
+
+
+def connector_problem(name: str) -> str | None:
+    """Why a registered connector's task FAILED, for a person: None when it runs.
+
+    When the schema registry refused a new schema (an incompatible change under the
+    registry's compatibility rule), the message names the connector, the topic and
+    subject, the columns whose type changed (PostgreSQL connectors: the latest
+    registered schema against the table's columns now), and what to do; otherwise the
+    first line of the task's trace."""
+    connect = _running_connect()
+    state = connect.status(name) or {}
+    failed = [t for t in state.get("tasks", []) if t.get("state") == "FAILED"]
+    if not failed:
+        return None
+    trace = str(failed[0].get("trace", ""))
+    refused = refused_subject(trace)
+    if not refused:
+        return f"connector {name}: task {failed[0].get('id')} FAILED: {trace.splitlines()[0] if trace else '?'}"
+    subject, causes = refused
+    topic = re.sub(r"-(value|key)$", "", subject)
+    config = connect.config(name)
+    try:
+        changed = _changed_columns(config, topic, subject)
+    except Exception as exc:  # noqa: BLE001 - the message stands without the column list
+        changed = [f"(could not compare the table with the registry: {type(exc).__name__}: {exc})"]
+    settings = load_settings()
+    rules = f"{SchemaRegistry(settings).url}/apis/registry/v2/groups/default/artifacts/{subject}/rules"
+    what = ("; ".join(changed) if changed else
+            f"the registry's diff: {causes}")
+    return (
+        f"connector {name} stopped: the schema registry refused the new schema of {subject} (topic {topic}): "
+        f"it is not {COMPATIBILITY} compatible with the latest registered version. Changed: {what}. "
+        f"The tables of connector {name} stop at the change (nothing after it reaches Kafka); other connectors "
+        f"go on. What to do: either undo the change in the source table (if no row was written with it) and restart "
+        f"the task, or accept it for this subject only: "
+        f"POST {rules} {{\"type\": \"COMPATIBILITY\", \"config\": \"NONE\"}}, restart the task "
+        f"(POST {settings.connect_url}/connectors/{name}/tasks/{failed[0].get('id')}/restart), once it runs "
+        f"DELETE {rules}/COMPATIBILITY (the subject is checked against the global rule again), then declare the "
+        f"new data_type in the silver model's YAML (a type every stored value converts to, such as string, "
+        f"rebuilds the table on the next build; any other needs dbt build --full-refresh --select <model>)."
+    )

@@ -22,6 +22,10 @@ SERVICE = "registry"
 CCOMPAT_PATH = "/apis/ccompat/v7"
 
 
+# The global compatibility rule every subject gets unless it has a rule of its own.
+COMPATIBILITY = "BACKWARD"
+
+
 class SchemaRegistry(JvmService):
     """The stack's Apicurio Registry: start, stop, and the URLs clients are given."""
 
@@ -75,6 +79,9 @@ class SchemaRegistry(JvmService):
              f"-Dquarkus.http.host={HOST}", f"-Dquarkus.http.port={self.settings.registry_port}",
              "-Dquarkus.log.console.enable=false", "-Dquarkus.log.file.enable=true",
              f"-Dquarkus.log.file.path={self.log_file}",
+             # As in the reference setup: a new schema version must read data written with
+             # the latest one, or the registry refuses it (docs/decisions/schema-evolution.md).
+             f"-Dregistry.rules.global.compatibility={COMPATIBILITY}",
              "-jar", str(self.jar)],
             self.stdout_log, cwd=self.base,
         )

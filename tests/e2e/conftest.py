@@ -4,7 +4,9 @@ It runs in this test run's own folder and on its own ports, so a developer's
 `make cdc-up` stack can keep running beside it. If anything cannot start, the
 fixture fails the tests with the service's log; nothing is skipped. It is also the
 stack's own smoke test (one stack start for both): the generated credentials are
-checked after `up`, and after `down` no process and no pid file may be left."""
+checked after `up`, and after `down` no process and no pid file may be left. One stack
+serves every module of tests/e2e (package scope): test_schema_evolution.py adds its own
+scratch connectors and removes them."""
 
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ AVRO_PAGILA_TABLES = ("actor", "address", "category", "customer", "film", "langu
 OVERRIDES = {"pagila-avro": {"table.include.list": ",".join(f"public.{t}" for t in AVRO_PAGILA_TABLES)}}
 
 
-@pytest.fixture(scope="module")  # stopped after the end-to-end tests, not at the end of the run
+@pytest.fixture(scope="package")  # one stack for every module of tests/e2e, stopped after them
 def cdc_stack(run_dir: Path):
     import stack
 

@@ -175,3 +175,46 @@ def test_refused_bytes_are_quarantined_with_where_and_what(avro_bronze):
     assert rows[1008]["reason"] == (f"record value at topic {REFUSED_TOPIC} partition 0 offset 1008 "
                                     f"does not decode as Avro with schema id {schema_id}")
     assert rows[1009]["_status"] == "tombstone" and rows[1009]["reason"] is None
+
+
+HEADERED = ("_topic string, _partition int, _offset bigint, value binary, key binary, "
+            "headers array<struct<key:string,value:binary>>")
+
+
+def test_apicurio_header_ids_become_the_wire_format(spark):
+    """Apicurio's header mode (apicurio.registry.headers.enabled=true): the body alone in
+    the record, the id in header apicurio.<side>.contentId as 8 big-endian bytes (what
+    DefaultHeadersHandler writes with use-id=contentId). The same recorded Debezium
+    record, split that way, comes back byte for byte as the wire format; a global id and
+    a malformed content id are refused naming the header; a record without such headers
+    is left as it is."""
+    record = next(r for r in RECORDS if r["value"] is not None and r["key"] is not None
+                  and _bytes(r["key"])[:1] == b"\x00")
+    value, key = _bytes(record["value"]), _bytes(record["key"])
+    header_id = lambda wire: (0).to_bytes(4, "big") + wire[1:5]  # noqa: E731 - the 8-byte long
+    rows = [
+        ("t", 0, 0, value[5:], key[5:], [("apicurio.key.contentId", header_id(key)),
+                                         ("apicurio.value.contentId", header_id(value))]),
+        ("t", 0, 1, value[5:], key, [("apicurio.value.globalId", (7).to_bytes(8, "big"))]),
+        ("t", 0, 2, value[5:], key, [("apicurio.value.contentId", value[1:5])]),  # 4 bytes, not 8
+        ("t", 0, 3, value, key, None),  # the wire format, no headers
+        ("t", 0, 4, None, key[5:], [("apicurio.key.contentId", header_id(key))]),  # tombstone
+    ]
+    got = [r.asDict() for r in avro_wire.from_apicurio_headers(spark.createDataFrame(rows, HEADERED)).orderBy(
+        "_offset").collect()]
+    assert [(bytes(r["value"]) if r["value"] is not None else None, bytes(r["key"])) for r in got] == [
+        (value, key), (value[5:], key), (value[5:], key), (value, key), (None, key)]
+    errors = [r["_header_error"] for r in got]
+    assert errors[0] is None and errors[3] is None and errors[4] is None
+    assert errors[1] == ("record value at topic t partition 0 offset 1 names its schema by global id (header "
+                         "apicurio.value.globalId), which the registry's Confluent-compatible API does not "
+                         "resolve: set the converter's apicurio.registry.use-id=contentId")
+    assert errors[2] == (f"record value at topic t partition 0 offset 2: header apicurio.value.contentId holds "
+                         f"0x{value[1:5].hex().upper()}, not a content id of 8 bytes below 2^32")
+    assert "headers" not in got[0]
+    # decoded like the wire format; the refusals become the records' reasons
+    decoded = avro_wire.decode_records(avro_wire.from_apicurio_headers(spark.createDataFrame(rows, HEADERED)),
+                                       SCHEMAS).orderBy("_offset").collect()
+    assert decoded[0]["value"] == decoded[3]["value"] and decoded[0]["key"] == decoded[3]["key"]
+    assert decoded[0]["_wire_error"] is None and json.loads(decoded[0]["value"])["after"] is not None
+    assert [r["_wire_error"] for r in decoded[1:3]] == errors[1:3]
