@@ -1,6 +1,6 @@
 """The whole pipeline on real Spark and Hudi: the sample change streams (14 Pagila
 tables and the MariaDB movies table) are ingested and built by `dbt build` after each
-batch lands, so every change of batches 2 and 3 goes through the incremental merge
+batch lands (the project's data tests with the last batch only), so every change of batches 2 and 3 goes through the incremental merge
 against a silver table an earlier build wrote; every silver table is compared row by row with the
 current state the oracle computes from the raw files (the history tables with the
 versions it computes), and the gold tables with the same joins computed in Python. Then a
