@@ -139,15 +139,15 @@ def build(project: Path, columns: dict[str, str]) -> str:
     return result.result.results[0].message
 
 
-def ingest(spark, info, run_dir: Path) -> int:
-    """Land TOPIC into bronze (Avro through the registry); bronze rows of TOPIC."""
+def ingest(spark, info, run_dir: Path, topic: str = TOPIC, checkpoint: str = "evolution") -> int:
+    """Land `topic` into bronze (Avro through the registry), nothing quarantined; its bronze rows."""
     summary = run_kafka(spark, KafkaIngestConfig(
-        source=KafkaSource(bootstrap_servers=info.kafka_bootstrap, topic_pattern=re.escape(TOPIC),
+        source=KafkaSource(bootstrap_servers=info.kafka_bootstrap, topic_pattern=re.escape(topic),
                            value_format="avro"),
-        checkpoint=str(run_dir / "checkpoints" / "evolution"),
+        checkpoint=str(run_dir / "checkpoints" / checkpoint),
         registry=SchemaRegistryClient(info.registry_url)))
     assert summary.quarantined == 0, summary.render()
-    return spark.sql(f"select count(*) from bronze.`{SOURCE}`").first()[0]
+    return spark.sql(f"select count(*) from bronze.`{table_for_topic(topic)}`").first()[0]
 
 
 def source_rows(info) -> list[dict]:
@@ -326,12 +326,7 @@ def test_apicurio_header_mode_lands(spark, cdc_stack, run_dir, evo):
         stack.wait_caught_up(re.escape(HEADERS_TOPIC), quiet_seconds=1)
         headers, value = first_record_headers(cdc_stack, HEADERS_TOPIC)
         assert len(headers["apicurio.value.contentId"]) == 8 and len(headers["apicurio.key.contentId"]) == 8, headers
-        summary = run_kafka(spark, KafkaIngestConfig(
-            source=KafkaSource(bootstrap_servers=cdc_stack.kafka_bootstrap, topic_pattern=re.escape(HEADERS_TOPIC),
-                               value_format="avro"),
-            checkpoint=str(run_dir / "checkpoints" / "evolution-headers"),
-            registry=SchemaRegistryClient(cdc_stack.registry_url)))
-        assert summary.quarantined == 0, summary.render()
+        ingest(spark, cdc_stack, run_dir, HEADERS_TOPIC, "evolution-headers")
     finally:
         stack.unregister("evo-avro-headers")
 
