@@ -381,7 +381,7 @@ def _input_bytes(files: list[extract.SourceFile], splits: Iterable[Mapping] = ()
     Files with a file-level error land nothing."""
     # The threshold is set on JSON, which lands at about a tenth of its size; Avro holds
     # the same records in fewer bytes, so its own size would keep a share that JSON sends
-    # to bulk_insert on insert's one-task write (docs/sink-formats.md).
+    # to bulk_insert on insert's one-task write (docs/reference/sink-formats.md).
     rendered: dict[str, int] = {}
     for row in splits:
         rendered[row["_source_file"]] = rendered.get(row["_source_file"], 0) + row["bytes"]
