@@ -79,7 +79,7 @@ test-integration: setup
 	$(BIN)/python -m pytest -q tests --ignore=tests/unit --ignore=tests/e2e
 
 # The property and crash tests with a large budget (more random change streams, more kills;
-# 69.5 minutes on 2 cores, measured; raise CDC_PROPERTY_EXAMPLES / CDC_CRASH_KILLS for more).
+# how long it takes: docs/operations/tests.md; raise CDC_PROPERTY_EXAMPLES / CDC_CRASH_KILLS for more).
 test-long: setup
 	CDC_PROPERTY_EXAMPLES=$${CDC_PROPERTY_EXAMPLES:-16} CDC_CRASH_KILLS=$${CDC_CRASH_KILLS:-3} \
 		$(BIN)/python -m pytest -q tests/property tests/crash
@@ -89,8 +89,8 @@ test-long: setup
 bench: setup
 	$(BIN)/python -m benchmarks --scale $${BENCH_SCALE:-full}
 
-# One linting process per CPU (--processes 0): 3m05s against 4m57s for one process on 2
-# cores (time sqlfluff lint models, Intel Xeon); a violation still fails it.
+# One linting process per CPU (--processes 0): faster than one process on a multi-core
+# machine (docs/operations/tests.md); a violation still fails it.
 lint: setup
 	$(BIN)/sqlfluff lint models --processes 0
 

@@ -46,8 +46,8 @@ MERGE_LOCAL1 = "ours incremental local[1]"
 MERGE_LOCAL1_ONE_CPU = MERGE_LOCAL1 + ONE_CPU
 # Ours into empty tables of a lakehouse whose metastore exists (`{}`: the master). The
 # other rounds land into an empty lakehouse, where ours also creates the metastore's Derby
-# database (5.2-5.9 s against 2.9-4.1 s to start an existing one, docs/performance.md),
-# which a lakehouse does once; Hudi's writer writes by path and has no metastore.
+# database, which takes longer than starting an existing one and which a lakehouse does
+# once (docs/reference/benchmark-results.md); Hudi's writer writes by path and has no metastore.
 INGEST_EXISTING = "ours {} into an existing lakehouse"
 # The same events from JSON sink files (JsonConverter, schemas off) and from Avro sink
 # files (AvroFormat, benchmarks/avro_sink.py); `{}`: the master.
@@ -81,8 +81,8 @@ class Scale:
     # the fixed overhead's small batch, landed and merged as a batch is, only smaller
     small_run: bool = True
     # The ingestion and merge comparisons run this many times, alternated, and record
-    # each side's median: one landing of the same 900k events took 30.2 s in one bench
-    # run and 36.8 s in the next, Hudi's writer 33.2 and 30.3 s (docs/performance.md).
+    # each side's median: one landing of the same events varies from one bench run to the
+    # next as much as the gap between the sides (docs/reference/benchmark-results.md).
     rounds: int = 3
     # The Avro/JSON comparison's events (a flattened stream of its own: Avro files hold no
     # tombstones); 0 leaves the case out (the smoke: a process per side would be two
@@ -93,8 +93,8 @@ class Scale:
 SCALES = {
     # make test: each kind of step once, on a toy stream. Not the steps that run the same
     # commands again on other input or another master: the local[1] steps (their ratios and
-    # the one-CPU prefix: tests/unit/test_bench_results.py) and the small batch, 8 of the
-    # smoke's 20 steps at 45d6b4f (528 s of its 18m25s on an Intel Xeon).
+    # the one-CPU prefix: tests/unit/test_bench_results.py) and the small batch, a large
+    # share of the smoke's time (docs/operations/tests.md).
     "smoke": Scale("smoke", keys=2_000, history=(6_000,), batch=1_000, small_batch=100, records_per_file=3_000,
                    rounds=1, one_core=False, small_run=False, format_events=0),
     "small": Scale("small", keys=100_000, history=(300_000, 1_000_000), batch=30_000, small_batch=1_000,

@@ -11,7 +11,7 @@ new keys, the rest updates, spread over every file), for each setting below on a
 table, `--rounds` times, settings alternated so that drift of the machine hits all of
 them. Each MERGE is checked: the table must then hold exactly the expected number of
 rows and updated values. The project's choices in cdc_hudi_tblproperties (Hudi's SIMPLE
-index, zstd, files of at most 16 MiB) are made from its output (docs/performance.md).
+index, zstd, files of at most 16 MiB) are made from its output (docs/decisions/silver-index-codec-file-size.md).
 Since 69b56f6 silver takes a batch as a Hudi upsert (cdc_upsert_properties), not a
 MERGE; this still times the MERGE its committed results were measured with. Both look
 up the same keys and rewrite the same file groups, which is what the settings change.

@@ -26,8 +26,8 @@ log = logging.getLogger(__name__)
 
 # Hudi rewrites a file smaller than this to add an insert's rows to it ("small file
 # handling", default 100 MiB): every run paid a rewrite of the newest bronze file, which
-# grows run after run. 8 MiB bounds that rewrite to ~3 s (measured: 18.3 MB in 6.3 s,
-# 7.3 MB in 3.1 s, one task) and bronze to about one file per 8 MiB (docs/performance.md).
+# grows run after run. 8 MiB bounds that rewrite and leaves bronze with about one file
+# per 8 MiB (docs/decisions/bronze-bulk-insert-and-codecs.md).
 SMALL_FILE_LIMIT_BYTES = 8 * 1024 * 1024
 
 # Spark SQL INSERT INTO on Hudi: plain insert (no upsert/precombine, no index lookup);
@@ -35,23 +35,22 @@ SMALL_FILE_LIMIT_BYTES = 8 * 1024 * 1024
 INSERT_SETTINGS = {
     "hoodie.spark.sql.insert.into.operation": "insert",
     "hoodie.parquet.small.file.limit": str(SMALL_FILE_LIMIT_BYTES),
-    # zstd instead of Hudi's gzip: 900k events landed in 50.0-52.5 s instead of 52.5-57.3 s,
-    # 85 instead of 89 MiB (docs/performance.md); silver uses it too (cdc_hudi_tblproperties).
+    # zstd instead of Hudi's gzip: faster to write and smaller
+    # (docs/decisions/bronze-bulk-insert-and-codecs.md); silver uses it too (cdc_hudi_tblproperties).
     "hoodie.parquet.compression.codec": "zstd",
     # Plain encoding: most of a bronze row is unique text and numbers (row images, offsets,
     # positions), for which Parquet fills a dictionary per column until it overflows and
-    # then writes every value again. Without it, a bulk_insert of 900k events took 9.0 and
-    # 9.4 s instead of 11.7 and 10.8 s (medians of two sessions) and 58.6 instead of
-    # 61.2 MiB; scans of `_op` and of the offsets took as long (docs/performance.md).
+    # then writes every value again, so without it the write is faster and smaller and scans
+    # take as long (docs/decisions/bronze-bulk-insert-and-codecs.md).
     "hoodie.parquet.dictionary.enabled": "false",
 }
 
 # A table's share of a run at least this large (sink file bytes) goes in with Hudi's
 # bulk_insert instead: its row writer writes each Spark partition as new files in one pass,
-# without insert's workload profile and second read of the batch (900k events, 727 MiB:
-# write 7.9 s instead of 13 s; docs/performance.md). It skips small-file handling, so it is
+# without insert's workload profile and second read of the batch
+# (docs/decisions/bronze-bulk-insert-and-codecs.md). It skips small-file handling, so it is
 # kept for batches whose files come out near SMALL_FILE_LIMIT_BYTES anyway: JSON lands at
-# about a tenth of its size, and 128 MiB read in two splits gives two files of ~6-7 MiB.
+# about a tenth of its size, so 128 MiB read in two splits gives two files below that limit.
 BULK_INSERT_MIN_BYTES = 128 * 1024 * 1024
 BULK_INSERT_SETTINGS = {
     "hoodie.spark.sql.insert.into.operation": "bulk_insert",
@@ -61,7 +60,7 @@ BULK_INSERT_SETTINGS = {
 
 # The plain inserts of one run's tables go this many at a time. A small table's insert is
 # mostly the driver's work (planning, Hudi's commit and timeline files), which leaves the
-# cores idle: overlapping them fills the gaps (docs/performance.md).
+# cores idle: overlapping them fills the gaps (docs/decisions/write-and-dbt-threads.md).
 WRITE_THREADS = 4
 
 LEDGER_COLUMNS: list[tuple[str, str]] = [
@@ -167,8 +166,8 @@ def insert_new_rows(
     selected in table order; INSERT INTO is positional); `bulk`: with Hudi's bulk_insert
     (use_bulk_insert), else with its insert and small-file handling; `holds_none`: the
     table holds none of `df`'s keys, so the check is skipped: the run created it
-    (ensure_table returned True; a first run into an empty lakehouse saves its 1.5-2 s
-    job per table), or the caller knows (the file ledger: pipeline._write_ledger).
+    (ensure_table returned True; a first run into an empty lakehouse saves a job per
+    table), or the caller knows (the file ledger: pipeline._write_ledger).
 
     The known keys come from a semi-join on the table's key columns, not from Hudi's
     duplicate-drop policy: that one looks every incoming key up in the bloom filters and
@@ -249,8 +248,7 @@ def within_key_bounds(table: DataFrame, batch: DataFrame, key: list[str]) -> Dat
     greatest value of it: only they can share a key with the batch. Parquet's column
     statistics let the scan skip the files and row groups outside (bronze's offsets rise
     from commit to commit), so the check reads about what the batch adds, not the whole
-    history: 0.7-1.2 s instead of 1.5-2.4 s for 1,000 events against 10M
-    (docs/performance.md). An empty batch has no bounds and matches nothing."""
+    history (docs/decisions/bronze-bulk-insert-and-codecs.md). An empty batch has no bounds and matches nothing."""
     bounds = batch.agg(
         *[F.min(name).alias(f"lo{i}") for i, name in enumerate(key)],
         *[F.max(name).alias(f"hi{i}") for i, name in enumerate(key)],
@@ -262,7 +260,7 @@ def within_key_bounds(table: DataFrame, batch: DataFrame, key: list[str]) -> Dat
 def read_ledger(spark: SparkSession, schema: str, ledger: str) -> tuple[set[str], set[str]]:
     """(`_source_file` of every file a previous run completed, topics of which a previous
     run landed at least one record), in one read: each read of a Hudi table lists its
-    files and runs a job (about 1 s each for the ledger of the bench's lakehouse)."""
+    files and runs a job, so a second read would cost as much again."""
     if not table_exists(spark, schema, ledger):
         return set(), set()
     rows = spark.sql(

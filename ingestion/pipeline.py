@@ -34,13 +34,13 @@ QUARANTINE_TABLE = "_quarantine"
 LEDGER_TABLE = "_ingested_files"
 SAMPLES_PER_TOPIC = 3
 # For the cache a run keeps between its counts and its writes. Spark's columnar cache
-# compression saved little here (130 -> 116 MiB for 900k events) and made the cache take
-# 16-22 s to build instead of 11-13 s (docs/performance.md).
+# compression saved little memory here and made the cache slower to build
+# (docs/decisions/bronze-bulk-insert-and-codecs.md).
 CACHE_SETTINGS = {"spark.sql.inMemoryColumnarStorage.compressed": "false"}
 # For the action that builds that cache. With adaptive execution, Spark 3.5 builds a cache
-# in a job of its own and then reads it back for the action (0.95 s for 900k events);
-# without, one stage builds it and counts it. The counts are a few rows per file split:
-# one reducer is plenty (docs/performance.md).
+# in a job of its own and then reads it back for the action; without, one stage builds
+# it and counts it. The counts are a few rows per file split: one reducer is plenty
+# (docs/decisions/ingestion-one-pass.md).
 ONE_PASS_SETTINGS = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1"}
 
 
@@ -219,7 +219,7 @@ def _run(spark: SparkSession, config: IngestConfig) -> RunSummary:
         cached = [classified.persist(StorageLevel.MEMORY_AND_DISK)]
         try:
             # One stage builds the cache and counts it per file split: the lines are numbered
-            # from those counts, so the files are read once (docs/performance.md).
+            # from those counts, so the files are read once (docs/decisions/ingestion-one-pass.md).
             with session_settings(spark, ONE_PASS_SETTINGS):
                 splits = transform.split_stats(cached[0]).collect()
             stats = _file_stats(splits)
@@ -299,7 +299,7 @@ def created_alongside(
     spark: SparkSession, schema: str, tables: list[tuple[str, list[tuple[str, str]], list[str]]]
 ) -> Iterator[Callable[[], dict[str, bool]]]:
     """Create `tables` (load.ensure_table) in a thread once the block's first Spark job
-    runs, so that their catalog DDL (1.5-2 s for a run's tables) overlaps the parse instead
+    runs, so that their catalog DDL overlaps the parse instead
     of following it. The thread waits for a running job because the main thread's planning
     of that job waits for the metastore while the DDL holds it (tried: the first job then
     started that much later). Yields a function that returns {table: created by this
@@ -381,7 +381,7 @@ def _input_bytes(files: list[extract.SourceFile], splits: Iterable[Mapping] = ()
     Files with a file-level error land nothing."""
     # The threshold is set on JSON, which lands at about a tenth of its size; Avro holds
     # the same records in fewer bytes, so its own size would keep a share that JSON sends
-    # to bulk_insert on insert's one-task write (docs/sink-formats.md).
+    # to bulk_insert on insert's one-task write (docs/reference/sink-formats.md).
     rendered: dict[str, int] = {}
     for row in splits:
         rendered[row["_source_file"]] = rendered.get(row["_source_file"], 0) + row["bytes"]

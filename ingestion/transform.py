@@ -101,9 +101,9 @@ def split_lines(raw: DataFrame, catalog: DataFrame) -> DataFrame:
         "_row_id",
         F.octet_length("line").alias("_line_bytes"),
         # Not regexp_replace(line, '\r\z', ''): that regex is tried at every byte of every
-        # line (about 2 s of a 900k-event run's parse; docs/performance.md).
+        # line (docs/decisions/ingestion-one-pass.md).
         # Column.substr, not F.expr: a SQL expression's functions are looked up in the
-        # session catalog, which is the metastore's (docs/performance.md).
+        # session catalog, which is the metastore's (docs/decisions/ingestion-one-pass.md).
         F.when(F.col("line").endswith("\r"), F.col("line").substr(F.lit(1), F.length("line") - 1))
         .otherwise(F.col("line")).alias("line"),
     )
@@ -287,7 +287,7 @@ def parse_records(lines: DataFrame) -> DataFrame:
     wrapped = parsed.isNotNull() & (F.size(parsed) == 2) & _has_key(parsed, "schema") & _has_key(parsed, "payload")
     trimmed = F.trim("line")
     # Columns in one withColumns per step that reads the step before: each withColumn
-    # call analyzes the whole plan again (docs/performance.md).
+    # call analyzes the whole plan again (docs/decisions/ingestion-one-pass.md).
     return (
         lines.withColumn("_values", _line_values("line"))
         .withColumn("_outer", _exactly_one_object("line", F.col("_values")))

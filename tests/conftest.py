@@ -31,7 +31,7 @@ os.environ["DBT_LOG_PATH"] = str(_RUN_DIR / "dbt-logs")
 # The drivers tests start as processes of their own (ingestion, dbt, the runner, the bench's
 # steps) compile with the JIT's first tier only: each lives under a minute on a tiny input,
 # where C2's compiling costs more CPU than its code saves. The session below keeps both
-# tiers, as it runs for the whole suite (docs/performance.md "The test suite's JVMs").
+# tiers, as it runs for the whole suite (docs/decisions/test-suite-jvm-tiers.md).
 # CDC_DRIVER_JAVA_OPTIONS set before pytest replaces this, for the session too.
 _SESSION_JAVA_OPTIONS = os.environ.get("CDC_DRIVER_JAVA_OPTIONS", "")
 os.environ.setdefault("CDC_DRIVER_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")

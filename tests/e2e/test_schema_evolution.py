@@ -1,4 +1,4 @@
-"""Schema evolution through the schema registry, on the real stack (docs/schema-registry.md,
+"""Schema evolution through the schema registry, on the real stack (docs/reference/schema-registry.md,
 docs/decisions/schema-evolution.md).
 
 The stack's registry holds every subject to BACKWARD compatibility, as the reference

@@ -1,6 +1,6 @@
 """A silver model whose `hudi_options` would break what its correctness rests on stops
 before anything is written, with an error naming the option and how to fix it:
-merge-on-read (not what the tests prove; measured slower, docs/performance.md),
+merge-on-read (not what the tests prove; measured slower, docs/decisions/silver-table-type.md),
 or a record key / ordering field other than the ones cdc_incremental derives."""
 
 from __future__ import annotations

@@ -8,9 +8,9 @@ metastore client, DataNucleus, Derby, Hudi) before it does any work. Java's CDS 
 classes a training run loaded from an archive instead: this runs the project's own work
 once on a tiny generated stream (an ingestion, the silver model's first and incremental
 builds, the full recompute) with `-XX:ArchiveClassesAtExit`, and the `local` profile
-starts every driver with `-XX:SharedArchiveFile` pointing at the result (measured:
-session, metastore, a Hudi table and a query in 5.3-5.4 s instead of 8.1-8.5 s;
-docs/performance.md). A JVM that cannot use the archive (another Java build, other jars) says so
+starts every driver with `-XX:SharedArchiveFile` pointing at the result, so that the
+classes are mapped instead of loaded and verified again (docs/decisions/jvm-class-data-sharing.md).
+A JVM that cannot use the archive (another Java build, other jars) says so
 in one warning line and starts as it would without it; `make setup` rebuilds it when the
 jars or the Python packages change.
 """

@@ -10,7 +10,7 @@ fails with a NullPointerException in BaseHoodieTableFileIndex.getInputFileSlices
 
 Prints the rounds and how many queries failed (with the first error). Needs the jars of
 `make setup` (CDC_SPARK_JARS as the Makefile exports it). Not a test: the race is rare
-(2 of 60 rounds once; none since, in either listing mode: docs/operations.md "Running it yourself").
+(2 of 60 rounds once; none since, in either listing mode: docs/reference/spark-and-hudi-settings.md).
 """
 
 from __future__ import annotations

@@ -117,12 +117,11 @@
 
 
 {#- Hudi table properties: copy-on-write, record key = primary key, ordering field =
-    _cdc_order (without it Hudi keeps duplicates of a key), zstd parquet (with Hudi's
-    default gzip a MERGE of 100k changes into 1M rows took 18.6 s instead of 14.2 s and
-    the table was 13% larger), files of at most 16 MiB (a copy-on-write MERGE rewrites
-    each file group a change falls in as one task: with Hudi's 120 MiB a silver table
-    under that is one file group, rewritten by one core; capped, 11.8 s on 2 cores),
-    plus `hudi_options`. Measured by benchmarks/silver_index.py (docs/performance.md).
+    _cdc_order (without it Hudi keeps duplicates of a key), zstd parquet (faster and
+    smaller than Hudi's default gzip), files of at most 16 MiB (a copy-on-write write
+    rewrites each file group a change falls in as one task: with Hudi's 120 MiB a silver
+    table under that is one file group, rewritten by one core), plus `hudi_options`.
+    Measured by benchmarks/silver_index.py (docs/decisions/silver-index-codec-file-size.md).
     `cdc.declared_types` lists the columns stored wider than declared (cdc_storage_type)
     as name:declared type, for cdc_rebuild_reason. -#}
 {% macro cdc_hudi_tblproperties(primary_key) %}

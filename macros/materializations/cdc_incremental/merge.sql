@@ -113,8 +113,8 @@
 {#- The names of the columns for which some live change in `batch` has no value, only
     Debezium's unchanged-TOAST placeholder (`_cdc_unavailable`): only these take the
     stored value, so the actions' join reads no other variable-length column of silver
-    (its widest ones: with 2 kB rows the actions table took 1.6 s instead of 3.8 s,
-    medians, docs/performance.md). A delete's values are never written
+    (its widest ones, which made the actions table slow to build with wide rows:
+    docs/decisions/silver-upsert.md). A delete's values are never written
     (`_cdc_unavailable` names every column of a key whose events are all deletes), so
     deletes are left out. -#}
 {% macro cdc_batch_unavailable_columns(batch) %}
@@ -128,12 +128,11 @@
 
 {#- How silver takes a batch: Hudi's INSERT INTO as an upsert, with Hudi's Spark-native
     record merger; with `deletes` = 'hard' it also deletes the rows whose `_cdc_op` holds
-    the delete marker. A MERGE INTO goes through Hudi's per-row Avro payload: 100k
-    changes into 650k rows took 17.4-18.3 s merged and 12.8-13.3 s upserted, same table
-    row by row (docs/performance.md). No de-duplication before it: the batch holds one
-    change per key (cdc_latest_per_key groups by the key), so Hudi's shuffle that would
-    combine duplicates finds none (the upsert took 10.3 s without that shuffle, 11.6 s
-    with it, medians, docs/performance.md). Table properties, not session settings: dbt's
+    the delete marker. A MERGE INTO goes through Hudi's per-row Avro payload, which the
+    upsert skips for the same table row by row (docs/decisions/silver-upsert.md). No
+    de-duplication before it: the batch holds one change per key (cdc_latest_per_key
+    groups by the key), so Hudi's shuffle that would combine duplicates finds none and
+    only costs (docs/decisions/silver-upsert.md). Table properties, not session settings: dbt's
     threads share one Spark session. -#}
 {% macro cdc_upsert_properties(deletes) %}
     {%- set properties = {
@@ -161,7 +160,7 @@
 
 {#- Gives silver cdc_upsert_properties before a merge strategy upserts into it (without
     them INSERT INTO would add rows): once for a table built by a full refresh (created
-    without them: with them its CTAS of 650k rows took 19.9 s instead of 4.5 s) or
+    without them, as its CTAS is much slower with them: docs/decisions/silver-upsert.md) or
     before they existed. `stored`: the table's properties as read when the build began. -#}
 {% macro cdc_ensure_upsert_properties(target_relation, stored) %}
     {%- set wanted = cdc_upsert_properties(cdc_delete_mode()) -%}

@@ -38,7 +38,7 @@
     its correctness rests on: copy-on-write, the table type the tests prove (merge-on-read
     lost 1,206 of 1M keys, every one deleted and re-inserted, while silver took its
     batches with MERGE INTO; with today's upsert it matched the full recompute but every
-    run was slower: docs/performance.md), record key = unique_key, ordering field =
+    run was slower: docs/decisions/silver-table-type.md), record key = unique_key, ordering field =
     _cdc_order, the upsert that applies changes and deletes. -#}
 {% macro cdc_validate_hudi_options(primary_key) %}
     {%- set options = config.get('hudi_options') or {} -%}
@@ -54,7 +54,7 @@
             {{ exceptions.raise_compiler_error(
                 "Model " ~ model.name ~ ": hudi_options sets " ~ name ~ " = '" ~ value ~ "'. Silver tables are "
                 ~ "copy-on-write, the table type the tests prove; merge-on-read was measured slower on every batch "
-                ~ 'and lost deleted and re-inserted keys under MERGE INTO (docs/performance.md). Remove '
+                ~ 'and lost deleted and re-inserted keys under MERGE INTO (docs/decisions/silver-table-type.md). Remove '
                 ~ name ~ " from hudi_options.") }}
         {%- elif lowered in ['primarykey', 'hoodie.datasource.write.recordkey.field', 'hoodie.table.recordkey.fields',
                 'precombinefield', 'hoodie.datasource.write.precombine.field', 'hoodie.table.precombine.field',
