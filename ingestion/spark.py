@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Mapping
@@ -67,6 +68,8 @@ def get_session(target: str | None = "local", overrides: Mapping[str, str] | Non
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
+    # Spark's Python workers run this interpreter (the venv's), not the first python3 on PATH.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder
     settings = profile_spark_settings(target) if target else {}
     settings.update(overrides or {})

@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--dbt-arg", action="append", default=[], metavar="ARG",
-        help="extra argument for `dbt build`, repeatable (e.g. --dbt-arg=--select --dbt-arg=+silver --dbt-arg=resource_type:seed; silver's tests read the seeds)",
+        help="extra argument for `dbt build`, repeatable (e.g. --dbt-arg=--select --dbt-arg=+silver)",
     )
     return parser
 

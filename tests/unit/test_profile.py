@@ -1,11 +1,16 @@
 """The `local` profile's driver options: CDC_DRIVER_JAVA_OPTIONS comes after the
-profile's own (the tests give their short processes `-XX:TieredStopAtLevel=1` this way)."""
+profile's own (the tests give their short processes `-XX:TieredStopAtLevel=1` this way).
+And run from the repository root, dbt and the ingestion find the profile and its
+defaults with nothing exported."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from ingestion.spark import profile_spark_settings
+from ingestion.spark import PROFILES_FILE, profile_spark_settings
+from tests.support.paths import ROOT
 
 OPTIONS = "spark.driver.extraJavaOptions"
 
@@ -24,3 +29,28 @@ def test_no_driver_java_options_adds_nothing(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.delenv("CDC_DRIVER_JAVA_OPTIONS", raising=False)
     options = profile_spark_settings("local")[OPTIONS].split()
     assert options[-1].startswith("-XX:SharedArchiveFile="), options
+
+
+def test_dbt_finds_the_profile_from_the_repository_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`dbt build` run from the root needs no --profiles-dir / DBT_PROFILES_DIR."""
+    from dbt.cli.resolvers import default_profiles_dir
+
+    monkeypatch.chdir(ROOT)
+    assert default_profiles_dir() == ROOT
+    assert (ROOT / "profiles.yml").resolve() == PROFILES_FILE.resolve()
+
+
+def test_profile_defaults_are_what_the_makefile_exports(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With nothing exported, the profile names the jars, JVM archive and lakehouse the
+    Makefile sets (relative to the root, where the by-hand commands run)."""
+    for name in ("CDC_SPARK_JARS", "CDC_JVM_ARCHIVE", "CDC_LAKEHOUSE_DIR", "CDC_WAREHOUSE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    makefile = (ROOT / "Makefile").read_text()
+    jars = re.search(r"^SPARK_JARS := ((?:.*\\\n)*.*)$", makefile, re.M).group(1).replace("\\\n", " ").split()
+    settings = profile_spark_settings("local")
+    assert settings["spark.jars"].split(",") == [f".jars/{jar}.jar" for jar in jars]
+    assert re.search(r"^export CDC_JVM_ARCHIVE \?= \$\(CURDIR\)/\$\(JARS\)/(\S+)$", makefile, re.M).group(1) \
+        == "spark-driver.jsa"
+    assert "-XX:SharedArchiveFile=.jars/spark-driver.jsa" in settings[OPTIONS].split()
+    assert "export CDC_LAKEHOUSE_DIR ?= $(CURDIR)/lakehouse" in makefile
+    assert settings["spark.sql.warehouse.dir"] == "lakehouse/warehouse"
