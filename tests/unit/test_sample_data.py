@@ -544,3 +544,12 @@ def test_oracle_toast_and_binlog_order(tmp_path):
     ]) + "\n")
     assert oracle.expected_current_state_from_batches([tmp_path], "movies") == [
         {"movie_id": 1, "title": "NEWEST", "release_year": 2000, "country": None}]
+
+
+def test_missing_pagila_sample_says_where_to_point(tmp_path, capsys):
+    from tools.sample_data.__main__ import main
+
+    assert main(["--pagila-dir", str(tmp_path / "nowhere"), "--out", str(tmp_path / "out")]) == 2
+    error = capsys.readouterr().err
+    assert "pagila-schema.sql and pagila-data.sql not found" in error and "PAGILA_DIR" in error, error
+    assert not (tmp_path / "out").exists()
