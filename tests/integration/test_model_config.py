@@ -6,7 +6,6 @@ model's own data tests need nothing the selection does not build (no seed first)
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import yaml
 from ingestion.pipeline import IngestConfig, run as ingest
 from tests.support.lakehouse import dbt_invoke
 from tests.support.paths import ROOT
+from tests.support.sink_formats import write_recorded_json
 
 pytestmark = pytest.mark.integration
 
@@ -64,13 +64,7 @@ def test_one_model_builds_with_its_tests_before_any_seed(spark, tmp_path: Path):
     """`dbt build --select actor` on a lakehouse where `dbt seed` never ran: actor's
     `_cdc_op` test must not read a seed table the selection does not build."""
     topics = tmp_path / "topics"
-    for line in ACTOR_EVENTS.read_text().splitlines():
-        record = json.loads(line)
-        folder = topics / record["topic"] / f"partition={record['partition']}"
-        folder.mkdir(parents=True, exist_ok=True)
-        # One sink file per record; a tombstone is `null`, as the S3 sink writes it.
-        (folder / f"{record['topic']}+{record['partition']}+{record['offset']}.json").write_text(
-            ("null" if record["value"] is None else record["value"]) + "\n")
+    write_recorded_json(ACTOR_EVENTS, topics, records_per_file=1)
     ingest(spark, IngestConfig(input_uri=str(topics)))
     assert not spark.catalog.databaseExists("seeds")
 

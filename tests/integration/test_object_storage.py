@@ -9,7 +9,6 @@ start, the test fails with its log."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from stack.s3 import S3Server
 from stack.settings import load_settings, ports_above_defaults
 from tests.support import oracle
 from tests.support.compare import diff
+from tests.support.sink_formats import write_recorded_json
 
 pytestmark = pytest.mark.integration
 
@@ -48,24 +48,10 @@ def s3(run_dir: Path):
 
 
 def write_sink_files(root: Path) -> list[Path]:
-    """The fixture records of TABLES as the S3 sink lays them out (`null` for a
-    tombstone), RECORDS_PER_FILE records per file."""
-    written = []
-    for table in TABLES:
-        by_partition: dict[int, list[dict]] = {}
-        for line in (FIXTURES / f"pagila.public.{table}.jsonl").read_text().splitlines():
-            record = json.loads(line)
-            by_partition.setdefault(record["partition"], []).append(record)
-        for partition, records in by_partition.items():
-            records.sort(key=lambda r: r["offset"])
-            for i in range(0, len(records), RECORDS_PER_FILE):
-                chunk = records[i:i + RECORDS_PER_FILE]
-                topic = chunk[0]["topic"]
-                path = root / topic / f"partition={partition}" / f"{topic}+{partition}+{chunk[0]['offset']}.json"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text("".join(("null" if r["value"] is None else r["value"]) + "\n" for r in chunk))
-                written.append(path)
-    return written
+    """The fixture records of TABLES as the S3 sink lays them out, RECORDS_PER_FILE
+    records per file."""
+    return [path for table in TABLES
+            for path in write_recorded_json(FIXTURES / f"pagila.public.{table}.jsonl", root, RECORDS_PER_FILE)]
 
 
 def use_bucket(spark, server: S3Server) -> None:

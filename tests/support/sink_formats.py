@@ -119,6 +119,27 @@ def recorded_values(path: Path) -> list[tuple[int, dict | None]]:
     return found
 
 
+def write_recorded_json(fixture: Path, root: Path, records_per_file: int) -> list[Path]:
+    """A recorded fixture file's records as the S3 sink's JSON files under `root`
+    (`<topic>/partition=<n>/<topic>+<n>+<first offset>.json`, `records_per_file` records
+    a file in offset order, `null` for a tombstone); returns the files written."""
+    by_partition: dict[int, list[dict]] = {}
+    for line in fixture.read_text().splitlines():
+        record = json.loads(line)
+        by_partition.setdefault(record["partition"], []).append(record)
+    written = []
+    for partition, records in by_partition.items():
+        records.sort(key=lambda r: r["offset"])
+        for i in range(0, len(records), records_per_file):
+            chunk = records[i:i + records_per_file]
+            topic = chunk[0]["topic"]
+            path = root / topic / f"partition={partition}" / f"{topic}+{partition}+{chunk[0]['offset']}.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("".join(("null" if r["value"] is None else r["value"]) + "\n" for r in chunk))
+            written.append(path)
+    return written
+
+
 def write_avro(path: Path, values: list[dict], block_records: int = 1000, codec: str = "null") -> None:
     """An Avro container file of `values` (JsonConverter values of one Connect schema)."""
     schema = fastavro.parse_schema(avro_schema(values[0]["schema"]))

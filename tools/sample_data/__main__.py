@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from . import DEFAULT_SEED, generate
-
-PAGILA_FILES = ("pagila-schema.sql", "pagila-data.sql")
+from .pagila import PagilaNotFound
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -17,14 +15,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", required=True, help="output folder (batches/ is replaced)")
     ap.add_argument("--seed", type=int, default=DEFAULT_SEED)
     args = ap.parse_args(argv)
-    missing = [name for name in PAGILA_FILES if not (Path(args.pagila_dir) / name).is_file()]
-    if missing:
+    try:
+        m = generate(args.pagila_dir, args.out, args.seed)
+    except PagilaNotFound as error:
         # A newcomer's first `make demo` lands here when the sample is elsewhere: say where to point.
-        print(f"the Pagila sample is not in {args.pagila_dir}: {' and '.join(missing)} not found there; "
-              "point PAGILA_DIR at the folder that holds them (make demo PAGILA_DIR=/path/to/pagila)",
-              file=sys.stderr)
+        print(error, file=sys.stderr)
         return 2
-    m = generate(args.pagila_dir, args.out, args.seed)
     for b, info in m["batches"].items():
         total = sum(f["records"] for f in info["files"])
         print(f"batch {b}: {len(info['files'])} files, {total} records "

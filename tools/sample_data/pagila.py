@@ -244,11 +244,23 @@ def read_copy_rows(data_sql: str | Path, table: str, columns: dict[str, str]) ->
     return rows
 
 
+SCHEMA_FILE = "pagila-schema.sql"
+DATA_FILE = "pagila-data.sql"
+
+
+class PagilaNotFound(FileNotFoundError):
+    """The folder given as the Pagila dataset lacks its SQL files."""
+
+
 def load(pagila_dir: str | Path) -> tuple[dict[str, dict], dict[str, list[dict]], str]:
     """(schema info, rows per table, schema_sql) for the captured tables."""
     d = Path(pagila_dir)
-    schema_sql = (d / "pagila-schema.sql").read_text(encoding="utf-8")
-    data_sql = (d / "pagila-data.sql").read_text(encoding="utf-8")
+    missing = [name for name in (SCHEMA_FILE, DATA_FILE) if not (d / name).is_file()]
+    if missing:
+        raise PagilaNotFound(f"the Pagila sample is not in {d}: {' and '.join(missing)} not found there; "
+                             "point PAGILA_DIR at the folder that holds them (make demo PAGILA_DIR=/path/to/pagila)")
+    schema_sql = (d / SCHEMA_FILE).read_text(encoding="utf-8")
+    data_sql = (d / DATA_FILE).read_text(encoding="utf-8")
     schema = parse_schema(schema_sql)
     missing = [t for t in TABLES if t not in schema]
     if missing:
