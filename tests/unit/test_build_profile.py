@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from tools.build_profile.__main__ import last_invocation, main, profile, statement_kind
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "dbt-logs"
 
 
 def _event(invocation: str, name: str, ts: str, thread: str = "Thread-1", **data) -> str:
@@ -62,3 +65,21 @@ def test_a_log_without_json_events_says_how_to_write_one(tmp_path, capsys):
     path.write_text("08:00:00  Running with dbt=1.11.6\n")
     assert main([str(path)]) == 2
     assert "--log-format-file json" in capsys.readouterr().err
+
+
+def test_a_recorded_incremental_build_of_one_model():
+    """A real dbt 1.11 log (`dbt run --log-format json --log-level debug`, the sample's
+    batch 2, the events of `language` kept): its 21 statements as read off the log."""
+    path = FIXTURES / "incremental-language.jsonl"
+    result = profile(last_invocation(path.read_text().splitlines()))
+
+    assert sum(result.count_by_kind.values()) == 21
+    assert {kind: result.count_by_kind[kind] for kind in (
+        "show tblproperties", "describe extended", "call show_commits", "drop table", "create batch",
+        "create actions", "insert into", "alter table")} == {
+        "show tblproperties": 4, "describe extended": 2, "call show_commits": 1, "drop table": 4,
+        "create batch": 1, "create actions": 1, "insert into": 1, "alter table": 2}
+    assert result.seconds_by_kind["create batch"] == pytest.approx(3.95, abs=0.005)
+    assert result.seconds_by_kind["create actions"] == pytest.approx(0.98, abs=0.005)
+    assert result.seconds_by_kind["insert into"] == pytest.approx(2.11, abs=0.005)
+    assert list(result.count_by_model) == ["language"]

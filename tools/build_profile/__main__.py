@@ -68,12 +68,12 @@ def profile(events: list[dict]) -> Profile:
             pending[thread] = event["data"]["sql"]
         elif name == "SQLQueryStatus":
             kind = statement_kind(pending.pop(thread, ""))
-            node = event["data"].get("node_info", {}).get("unique_id", "") or "-"
+            model = (event["data"].get("node_info", {}).get("unique_id", "") or "-").rsplit(".", 1)[-1]
             seconds = float(event["data"].get("elapsed", 0.0))
             result.seconds_by_kind[kind] += seconds
             result.count_by_kind[kind] += 1
-            result.seconds_by_model[node.rsplit(".", 1)[-1]] += seconds
-            result.count_by_model[node.rsplit(".", 1)[-1]] += 1
+            result.seconds_by_model[model] += seconds
+            result.count_by_model[model] += 1
     stamps = [datetime.fromisoformat(e["info"]["ts"].replace("Z", "+00:00")) for e in events]
     result.wall_seconds = (max(stamps) - min(stamps)).total_seconds()
     return result
