@@ -3,7 +3,7 @@
     {%- set supported = ['int', 'smallint', 'tinyint', 'bigint', 'string', 'boolean', 'date', 'timestamp',
                          'double', 'float', 'binary', 'array<string>', 'array<int>', 'array<bigint>'] -%}
     {%- set columns = [] -%}
-    {%- for name, column in model.columns.items() if not name.startswith('_cdc_') -%}
+    {%- for name, column in cdc_model_node().columns.items() if not name.startswith('_cdc_') -%}
         {%- if not modules.re.match('^[A-Za-z_][A-Za-z0-9_]*$', name) -%}
             {{ exceptions.raise_compiler_error(
                 "Model " ~ model.name ~ ": column name '" ~ name ~ "' is not a plain identifier "
@@ -65,18 +65,24 @@
 {% endmacro %}
 
 
-{#- The primary key of a silver model: its `unique_key` config, as a list. -#}
+{#- The primary key of a silver model, as a list: `meta.primary_key` of its bronze source,
+    declared once in the sources' YAML (the ingestion checks events against it too). A
+    model may still set `unique_key`; it must then be the same (cdc_validate_config). -#}
 {% macro cdc_primary_key() %}
-    {%- set key = config.get('unique_key') -%}
     {%- if not execute -%}
         {{ return([]) }}
     {%- endif -%}
+    {%- set found = namespace(key=cdc_model_config('unique_key')) -%}
+    {%- for node_id in cdc_model_node().depends_on.nodes if node_id.startswith('source.') and not found.key -%}
+        {%- set found.key = (graph.sources[node_id].meta or {}).get('primary_key') -%}
+    {%- endfor -%}
+    {%- set key = found.key -%}
     {%- if key is none or key | length == 0 -%}
         {{ exceptions.raise_compiler_error(
-            "Model " ~ model.name ~ " has no unique_key. Set `config: {unique_key: [<primary key columns>]}` "
-            ~ "in its YAML to the source table's primary key.") }}
+            "Model " ~ model.name ~ " has no primary key. Declare the source table's primary key once, as "
+            ~ "`meta: {primary_key: [<columns>]}` of its bronze source in the sources' YAML.") }}
     {%- endif -%}
-    {{ return([key] if key is string else key) }}
+    {{ return([key] if key is string else key | list) }}
 {% endmacro %}
 
 
@@ -92,3 +98,37 @@
     {%- endif %}
     {%- endfor %}
 {%- endmacro %}
+
+
+{#- The model a stage is compiled for: the model itself or, in a dbt unit test
+    (`unit_tests:`, where `model` is the test and dbt gives no access to the tested
+    model's YAML), the table the test declares in `overrides: vars:
+    cdc_unit_test_model: {primary_key: [...], columns: {name: data_type or a column
+    spec, ...}, cdc_deletes: ...}`. -#}
+{% macro cdc_model_node() %}
+    {%- if not model.get('tested_node_unique_id') -%}
+        {{ return(model) }}
+    {%- endif -%}
+    {%- set declared = var('cdc_unit_test_model', none) -%}
+    {%- if declared is none and execute -%}
+        {{ exceptions.raise_compiler_error(
+            "Unit test " ~ model.name ~ ": dbt gives unit tests no access to the tested model's YAML. Declare "
+            ~ "the table under `overrides: vars: cdc_unit_test_model: {primary_key: [...], columns: {<name>: "
+            ~ "<data_type>, ...}}`.") }}
+    {%- endif -%}
+    {%- set columns = {} -%}
+    {%- for name, spec in (declared or {}).get('columns', {}).items() -%}
+        {%- do columns.update({name: {'data_type': spec} if spec is string else spec}) -%}
+    {%- endfor -%}
+    {{ return({'name': model.name, 'columns': columns, 'depends_on': {'nodes': []}}) }}
+{% endmacro %}
+
+
+{#- A config value of cdc_model_node (`name`, e.g. cdc_deletes), or none. -#}
+{% macro cdc_model_config(name) %}
+    {%- if not model.get('tested_node_unique_id') -%}
+        {{ return(config.get(name)) }}
+    {%- endif -%}
+    {%- set declared = var('cdc_unit_test_model', none) or {} -%}
+    {{ return(declared.get('primary_key') if name == 'unique_key' else declared.get(name)) }}
+{% endmacro %}

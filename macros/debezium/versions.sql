@@ -16,12 +16,12 @@
     Every version of a touched key is computed from all of its events, so a late event
     splitting or merging old versions gives what a full refresh gives. `change_events`
     must keep truncated events (cdc_change_events(..., truncated='keep')). -#}
-{% macro cdc_versions(change_log, change_events, resets) %}
+{% macro cdc_versions(change_log, change_events, resets, watermark=none, applied=none) %}
     {%- set columns = cdc_model_columns() | rejectattr('derived') | list -%}
     {%- set primary_key = cdc_primary_key() -%}
     {%- set keys -%}{% for key in primary_key %}`{{ key }}`{{ ", " if not loop.last }}{% endfor %}{%- endset -%}
     {%- set value_columns = columns | rejectattr('name', 'in', primary_key) | list -%}
-    {%- set window = cdc_history_window('resets') -%}
+    {%- set window = cdc_history_window('resets', watermark, applied) -%}
     {%- set touched_keys -%}
         select distinct {{ keys }} from {{ change_events }} cross join {{ resets }} as resets
         where size(_cdc_invalid) = 0 and {{ window }}
@@ -175,17 +175,16 @@
 
 
 {#- Which events a history build reads anew (a predicate over change events crossed
-    with `resets`): those of bronze commits after the watermark, or all of them when
-    the table is built from scratch or its resets changed since the last build (a new
-    truncate or complete snapshot: the whole history is rebuilt). -#}
-{% macro cdc_history_window(resets) -%}
-    {%- set watermark = cdc_read_watermark() -%}
-    {%- set applied = cdc_table_property(this, 'cdc.resets') if watermark is not none else none -%}
+    with `resets`): those of bronze commits after `watermark`, or all of them when the
+    table is built from scratch (no watermark) or its resets changed since the last
+    build (`applied`, the table's cdc.resets: a new truncate or complete snapshot
+    rebuilds the whole history). -#}
+{% macro cdc_history_window(resets, watermark, applied) -%}
     {%- if watermark is none or applied is none -%}
         true
     {%- else -%}
         {%- set applied = fromjson(applied) -%}
-        (_cdc_commit_time > '{{ watermark }}' or not (
+        (_cdc_commit_time > {{ cdc_string_literal(watermark) }} or not (
             {%- for name, value in applied | dictsort %}
             {{ resets }}.{{ name }} <=> {{ cdc_string_literal(value) }}{{ " and" if not loop.last }}
             {%- endfor %}

@@ -1,24 +1,11 @@
 with
 
-change_log as (
-    select * from {{ source('bronze', 'pagila_public_country') }}
-),
-
-new_changes as (
-    select * from change_log
-    where {{ cdc_new_commits() }}
-),
-
-resets as (
-    {{ cdc_resets('change_log') }}
-),
-
-change_events as (
-    {{ cdc_change_events('new_changes', 'resets') }}
+current_state as (
+    {{ cdc_current_state(source('bronze', 'pagila_public_country')) }}
 ),
 
 final as (
-    {{ cdc_latest_per_key('change_events', 'resets') }}
+    select * from current_state
 )
 
 select * from final

@@ -1,24 +1,7 @@
 with
 
-change_log as (
-    select * from {{ source('bronze', 'pagila_public_customer') }}
-),
-
-new_changes as (
-    select * from change_log
-    where {{ cdc_new_commits() }}
-),
-
-resets as (
-    {{ cdc_resets('change_log') }}
-),
-
-change_events as (
-    {{ cdc_change_events('new_changes', 'resets') }}
-),
-
-latest_per_key as (
-    {{ cdc_latest_per_key('change_events', 'resets') }}
+current_state as (
+    {{ cdc_current_state(source('bronze', 'pagila_public_customer')) }}
 ),
 
 -- `active` is GENERATED ALWAYS AS (case when activebool is true then 1 else 0 end) STORED
@@ -29,7 +12,7 @@ final as (
     select
         *,
         cast(case when activebool is true then 1 else 0 end as int) as active
-    from latest_per_key
+    from current_state
 )
 
 select * from final

@@ -1,24 +1,7 @@
 with
 
-change_log as (
-    select * from {{ source('bronze', 'pagila_public_film') }}
-),
-
-new_changes as (
-    select * from change_log
-    where {{ cdc_new_commits() }}
-),
-
-resets as (
-    {{ cdc_resets('change_log') }}
-),
-
-change_events as (
-    {{ cdc_change_events('new_changes', 'resets') }}
-),
-
-latest_per_key as (
-    {{ cdc_latest_per_key('change_events', 'resets') }}
+current_state as (
+    {{ cdc_current_state(source('bronze', 'pagila_public_film')) }}
 ),
 
 -- `revenue_projection` is a generated column PostgreSQL does not replicate (see
@@ -27,7 +10,7 @@ final as (
     select
         *,
         cast(rental_duration * rental_rate as decimal(5, 2)) as revenue_projection
-    from latest_per_key
+    from current_state
 )
 
 select * from final

@@ -302,7 +302,7 @@ def ingest_and_build(spark, info, run_dir: Path, data_tests: bool = False) -> No
     print(f"JSON ingestion {json_landed - started:.1f}s, Avro ingestion + comparison "
           f"{time.monotonic() - json_landed:.1f}s")
     ingested = time.monotonic()
-    dbt("build", *(() if data_tests else ("--exclude-resource-type", "test")))
+    dbt("build", *(() if data_tests else ("--exclude-resource-type", "test", "--exclude-resource-type", "unit_test")))
     print(f"ingestion {ingested - started:.1f}s, dbt build {time.monotonic() - ingested:.1f}s")
 
 
@@ -364,7 +364,8 @@ def test_round_2_with_connect_restart(spark, cdc_stack, run_dir, jdbc_poller):
 
 
 def test_full_refresh_equals_sources(spark, cdc_stack):
-    dbt("build", "--full-refresh", "--select", "silver", "orders", "order_items", "--exclude-resource-type", "test")
+    dbt("build", "--full-refresh", "--select", "silver", "orders", "order_items", "--exclude-resource-type", "test",
+        "--exclude-resource-type", "unit_test")
     assert_silver_equals_sources(spark, cdc_stack)
     assert_gold_equals_source_query(spark, cdc_stack)
     assert_outbox_gold_equals_northwind(spark, cdc_stack)

@@ -32,7 +32,7 @@ BUILDS = ((1,), (2,), (3,))
 # The project's data tests (114 queries, about a minute of a build) run with the last
 # build only: the row-by-row comparisons after every build are the stronger check, and
 # the tests on the final tables still run as `dbt build` runs them.
-WITHOUT_DATA_TESTS = ("--exclude-resource-type", "test")
+WITHOUT_DATA_TESTS = ("--exclude-resource-type", "test", "--exclude-resource-type", "unit_test")
 META_COLUMNS = ["_cdc_op", "_cdc_order", "_cdc_source_ts", "_cdc_commit_time"]
 HISTORY = ["actor", "movies"]  # tables with a history model, `<table>_history`
 HISTORY_META = ["_cdc_valid_from", "_cdc_valid_to", "_cdc_is_current", "_cdc_op", "_cdc_order", "_cdc_valid_to_order",

@@ -2,9 +2,11 @@
     version of a key, keyed by the primary key and the version's first event
     (`_cdc_order`), with `_cdc_valid_from` / `_cdc_valid_to` / `_cdc_is_current`.
 
-    The model's SQL (cdc_versions) yields every version of the keys that have events in
-    bronze commits newer than the table's watermark, recomputed from all their events.
-    This materialization applies it:
+    The model's SQL is the table's contents (cdc_history_versions over all of bronze).
+    This materialization evaluates it with its stage swapped for the batch of the build
+    (cdc_model_batch_sql, cdc_history_stages: every version of the keys that have
+    events in bronze commits newer than the table's watermark, recomputed from all
+    their events) and applies it:
       first build / --full-refresh / a new truncate or complete snapshot
                       -> rebuild from all of bronze
       otherwise       -> merge: versions that are new or changed (a later event closed
@@ -29,17 +31,19 @@
     {%- endif -%}
 
     {%- set properties = {} if state.full_refresh else cdc_table_properties(target_relation) -%}
+    {%- set watermark = cdc_checked_watermark(target_relation, properties.get('cdc.watermark')) -%}
 
     {{ run_hooks(pre_hooks) }}
 
-    {%- if not state.full_refresh
-            and cdc_bronze_unchanged_since(cdc_checked_watermark(target_relation, properties.get('cdc.watermark'))) -%}
+    {%- if not state.full_refresh and cdc_bronze_unchanged_since(watermark) -%}
         {%- call noop_statement('main', 'no new bronze commits', 'OK') -%}{%- endcall -%}
         {{ run_hooks(post_hooks) }}
         {{ return({'relations': [target_relation]}) }}
     {%- endif -%}
 
-    {%- set batch = cdc_create_work_table(target_relation, 'batch', sql) -%}
+    {%- set batch_sql = cdc_model_batch_sql(sql, cdc_history_stages(cdc_source_relation(),
+        none if state.full_refresh else watermark, properties.get('cdc.resets'))) -%}
+    {%- set batch = cdc_create_work_table(target_relation, 'batch', batch_sql) -%}
     {%- set resets = cdc_batch_resets(batch) -%}
     {#- a new truncate or complete snapshot changes which events count: the window was
         all of bronze (cdc_history_window), rebuild -#}
@@ -72,15 +76,10 @@
 
 
 {% macro cdc_history_full_refresh(target_relation, batch, record_key) %}
-    {%- set columns = cdc_history_columns() -%}
     {%- call statement('cdc_drop_history') -%}
         drop table if exists {{ target_relation }} purge
     {%- endcall -%}
-    {%- set history_sql -%}
-        select `{{ columns | join('`, `') }}`
-        from {{ batch }}
-        where _cdc_row = 'version'
-    {%- endset -%}
+    {%- set history_sql = cdc_history_rows(batch, cdc_model_columns() | map(attribute='name') | list) -%}
     {%- do cdc_create_hudi_table_as(target_relation, record_key, history_sql, batch) -%}
     {{ return('full refresh') }}
 {% endmacro %}

@@ -1,8 +1,10 @@
 {#- Silver current-state tables from a bronze change log, on Hudi.
 
-    The model's SQL yields the latest change per primary key among bronze commits newer
-    than the table's watermark (see `cdc_new_commits`, `cdc_latest_per_key`). This
-    materialization applies it:
+    The model's SQL is the table's current state (cdc_current_state over all of
+    bronze). This materialization decides once, at run time, how to build the table,
+    and evaluates the model with its stage swapped for the batch of that build
+    (cdc_model_batch_sql, cdc_stages: the latest event per key among bronze commits
+    after the table's watermark, deletes, resets and rejected events included):
       first build / --full-refresh -> full_refresh.sql (rebuild from all of bronze)
       otherwise                    -> resets.sql (a new truncate or re-snapshot deletes
                                       what it supersedes), then merge.sql (delete-aware
@@ -25,20 +27,21 @@
 
     {#- Read once per build: none of the steps below changes cdc.* before cdc_finish_build. -#}
     {%- set properties = {} if full_refresh else cdc_table_properties(target_relation) -%}
+    {%- set watermark = cdc_checked_watermark(target_relation, properties.get('cdc.watermark')) -%}
 
     {{ run_hooks(pre_hooks) }}
 
     {#- Nothing committed to bronze since the last build: leave the table as it is. -#}
-    {%- if not full_refresh
-            and cdc_bronze_unchanged_since(cdc_checked_watermark(target_relation, properties.get('cdc.watermark'))) -%}
+    {%- if not full_refresh and cdc_bronze_unchanged_since(watermark) -%}
         {%- call noop_statement('main', 'no new bronze commits', 'OK') -%}{%- endcall -%}
         {{ run_hooks(post_hooks) }}
         {{ return({'relations': [target_relation]}) }}
     {%- endif -%}
 
-    {#- The model's SQL (latest change per key in the window), evaluated once: every later
-        step reads the same rows even while ingestion commits to bronze. -#}
-    {%- set batch = cdc_create_work_table(target_relation, 'batch', sql) -%}
+    {#- The batch, evaluated once: every later step reads the same rows even while
+        ingestion commits to bronze. -#}
+    {%- set batch_sql = cdc_model_batch_sql(sql, cdc_stages(cdc_source_relation(), watermark)) -%}
+    {%- set batch = cdc_create_work_table(target_relation, 'batch', batch_sql) -%}
     {%- set resets = cdc_batch_resets(batch) -%}
     {%- if full_refresh -%}
         {%- set result = cdc_full_refresh(target_relation, tombstone_relation, batch, primary_key) -%}

@@ -1,24 +1,13 @@
 {#- Strategy: rebuild silver and its tombstones from the whole change log (soft deletes:
     deleted keys stay in silver, flagged, and there is no tombstone table). -#}
 {% macro cdc_full_refresh(target_relation, tombstone_relation, batch, primary_key) %}
-    {%- set columns = cdc_silver_columns() -%}
     {%- for relation in [target_relation, tombstone_relation] -%}
         {%- call statement('cdc_drop_' ~ loop.index) -%}
             drop table if exists {{ relation }} purge
         {%- endcall -%}
     {%- endfor -%}
     {%- set soft = cdc_delete_mode() == 'soft' -%}
-    {%- set silver_sql -%}
-        select {% for name in columns %}`{{ name }}`{{ ", " if not loop.last }}{% endfor %}
-        from (
-            select
-                *,
-                _cdc_deleted as _cdc_is_deleted,
-                case when _cdc_deleted then _cdc_source_ts end as _cdc_deleted_at
-            from {{ batch }}
-        ) as batch
-        where _cdc_row = 'change' {{ "" if soft else "and not _cdc_deleted" }}
-    {%- endset -%}
+    {%- set silver_sql = cdc_current_rows(batch, cdc_model_columns() | map(attribute='name') | list) -%}
     {%- do cdc_create_hudi_table_as(target_relation, primary_key, silver_sql, batch) -%}
     {%- if soft -%}
         {{ return('full refresh') }}

@@ -18,16 +18,18 @@
     {%- set column_names = cdc_model_columns() | map(attribute='name') | list -%}
     {%- for key in primary_key if key not in column_names -%}
         {{ exceptions.raise_compiler_error(
-            "Model " ~ model.name ~ ": unique_key column '" ~ key ~ "' is not among its columns "
+            "Model " ~ model.name ~ ": primary key column '" ~ key ~ "' is not among its columns "
             ~ column_names | join(', ') ~ ". Add it to the model's YAML.") }}
     {%- endfor -%}
-    {#- The ingestion checks keys from the bronze source's meta.primary_key: both must agree. -#}
+    {#- A model that also sets unique_key must agree with its source's meta.primary_key,
+        which the ingestion checks keys against. -#}
     {%- for node_id in model.depends_on.nodes if node_id.startswith('source.') -%}
         {%- set declared = (graph.sources[node_id].meta or {}).get('primary_key') -%}
         {%- if declared is not none and (declared | list) != primary_key -%}
             {{ exceptions.raise_compiler_error(
                 "Model " ~ model.name ~ ": unique_key " ~ primary_key ~ " differs from meta.primary_key "
-                ~ declared ~ " of its source " ~ graph.sources[node_id].name ~ ". Make them the same.") }}
+                ~ declared ~ " of its source " ~ graph.sources[node_id].name ~ ". Remove unique_key from the "
+                ~ "model: the key is declared once, in the source's meta.primary_key.") }}
         {%- endif -%}
     {%- endfor -%}
     {{ return(primary_key) }}
@@ -38,7 +40,7 @@
     its correctness rests on: copy-on-write, the table type the tests prove (merge-on-read
     lost 1,206 of 1M keys, every one deleted and re-inserted, while silver took its
     batches with MERGE INTO; with today's upsert it matched the full recompute but every
-    run was slower: docs/decisions/silver-table-type.md), record key = unique_key, ordering field =
+    run was slower: docs/decisions/silver-table-type.md), record key = the primary key, ordering field =
     _cdc_order, the upsert that applies changes and deletes. -#}
 {% macro cdc_validate_hudi_options(primary_key) %}
     {%- set options = config.get('hudi_options') or {} -%}
@@ -61,8 +63,8 @@
                 'hoodie.table.ordering.fields', 'orderingfields'] -%}
             {{ exceptions.raise_compiler_error(
                 "Model " ~ model.name ~ ": hudi_options sets " ~ name ~ ", which cdc_incremental derives itself "
-                ~ "(record key = unique_key " ~ primary_key ~ ", ordering field = _cdc_order). Remove it; change "
-                ~ "the key with unique_key.") }}
+                ~ "(record key = the primary key " ~ primary_key ~ ", ordering field = _cdc_order). Remove it; "
+                ~ "change the key in the source's meta.primary_key.") }}
         {%- elif lowered in cdc_upsert_properties('hard') -%}
             {{ exceptions.raise_compiler_error(
                 "Model " ~ model.name ~ ": hudi_options sets " ~ name ~ ", which cdc_incremental sets itself: "
@@ -78,7 +80,7 @@
     (an insert-only log such as an outbox: deletes, truncates and re-snapshots remove
     nothing). The merge steps see 'ignore' as 'hard': no delete event reaches them. -#}
 {% macro cdc_delete_mode() %}
-    {%- set mode = config.get('cdc_deletes') or 'hard' -%}
+    {%- set mode = cdc_model_config('cdc_deletes') or 'hard' -%}
     {%- if mode not in ['hard', 'soft', 'ignore'] -%}
         {{ exceptions.raise_compiler_error(
             "Model " ~ model.name ~ ": cdc_deletes is '" ~ mode ~ "'. Use 'hard' (deleted rows leave "
@@ -92,7 +94,7 @@
 {#- True for `cdc_deletes: ignore`: delete events and resets are left out of the batch. -#}
 {% macro cdc_ignores_deletes() %}
     {%- do cdc_delete_mode() -%}
-    {{ return(config.get('cdc_deletes') == 'ignore') }}
+    {{ return(cdc_model_config('cdc_deletes') == 'ignore') }}
 {% endmacro %}
 
 

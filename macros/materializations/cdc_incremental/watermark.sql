@@ -1,19 +1,9 @@
 {#- The watermark is the newest bronze Hudi commit a silver table has applied, kept as
-    the table property `cdc.watermark`. It is written after the merge: a run that stops
-    in between re-applies that window next time, which the merge makes harmless. -#}
-{% macro cdc_read_watermark() %}
-    {%- if not execute or should_full_refresh() -%}
-        {{ return(none) }}
-    {%- endif -%}
-    {%- set relation = adapter.get_relation(database=this.database, schema=this.schema, identifier=this.identifier) -%}
-    {%- if relation is none or cdc_rebuild_reason(relation) is not none -%}
-        {{ return(none) }}
-    {%- endif -%}
-    {{ return(cdc_checked_watermark(relation, cdc_table_property(relation, 'cdc.watermark'))) }}
-{% endmacro %}
+    the table property `cdc.watermark`, read when a build begins (cdc_stages takes the
+    window after it). It is written after the merge: a run that stops in between
+    re-applies that window next time, which the merge makes harmless.
 
-
-{#- `watermark` (the cdc.watermark property of `relation`, or none), checked to be a
+    `watermark` (the cdc.watermark property of `relation`, or none), checked to be a
     Hudi instant. -#}
 {% macro cdc_checked_watermark(relation, watermark) %}
     {%- if watermark is not none and not modules.re.match('^[0-9]+$', watermark) -%}

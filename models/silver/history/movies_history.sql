@@ -1,20 +1,11 @@
 with
 
-change_log as (
-    select * from {{ source('bronze', 'mariadb_movies_db_movies') }}
-),
-
-resets as (
-    {{ cdc_resets('change_log') }}
-),
-
--- every event, not only new ones: a late event can split or merge stored versions
-change_events as (
-    {{ cdc_change_events('change_log', 'resets', truncated='keep') }}
+versions as (
+    {{ cdc_history_versions(source('bronze', 'mariadb_movies_db_movies')) }}
 ),
 
 final as (
-    {{ cdc_versions('change_log', 'change_events', 'resets') }}
+    select * from versions
 )
 
 select * from final
