@@ -20,21 +20,24 @@ from tests.support.sink_formats import write_recorded_json
 pytestmark = pytest.mark.integration
 
 
-def project_with_actor_options(tmp_path: Path, options: dict[str, str]) -> Path:
-    """A copy of the project whose silver.actor has `options` as its hudi_options."""
+def project_copy(tmp_path: Path) -> Path:
     project = tmp_path / "project"
     project.mkdir()
     for name in ("dbt_project.yml", "macros", "models", "seeds"):
         source = ROOT / name
         (shutil.copytree if source.is_dir() else shutil.copy)(source, project / name)
+    return project
+
+
+def project_with_actor_options(tmp_path: Path, options: dict[str, str]) -> Path:
+    """A copy of the project whose silver.actor has `options` as its hudi_options."""
+    project = project_copy(tmp_path)
     models_yml = project / "models" / "silver" / "_silver__models.yml"
     spec = yaml.safe_load(models_yml.read_text())
     actor = next(m for m in spec["models"] if m["name"] == "actor")
     actor.setdefault("config", {})["hudi_options"] = options
     models_yml.write_text(yaml.safe_dump(spec, sort_keys=False))
     return project
-
-
 
 
 @pytest.mark.parametrize(("options", "expected"), [
@@ -57,6 +60,29 @@ def test_options_silver_correctness_rests_on_are_refused(spark, tmp_path: Path, 
 
 
 ACTOR_EVENTS = ROOT / "tests" / "fixtures" / "debezium" / "pagila-envelope" / "pagila.public.actor.jsonl"
+
+
+@pytest.mark.usefixtures("empty_project_schemas")
+@pytest.mark.parametrize(("model_sql", "expected"), [
+    ("select * from {{ source('bronze', 'pagila_public_actor') }}",
+     "its SQL must call cdc_current_state(source(...))"),
+    ("with current_state as ({{ cdc_current_state(source('bronze', 'pagila_public_actor')) }})\n"
+     "select * from current_state where actor_id < 0",
+     "but not filter, join or aggregate its rows"),
+])
+def test_a_model_that_breaks_the_contract_is_told_how_to_write_it(spark, tmp_path: Path, model_sql, expected):
+    """A silver model that does not select cdc_current_state, or filters its rows (which
+    would drop the deletes and resets a build applies), stops with how to write it."""
+    topics = tmp_path / "topics"
+    write_recorded_json(ACTOR_EVENTS, topics, records_per_file=100)
+    ingest(spark, IngestConfig(input_uri=str(topics)))
+    project = project_copy(tmp_path)
+    (project / "models" / "silver" / "actor.sql").write_text(model_sql + "\n")
+    result = dbt_invoke("run", "--select", "actor", "--target-path", str(project / "target"), project=project)
+    assert not result.success
+    messages = " ".join(str(r.message) for r in result.result.results)
+    assert expected in messages, messages
+    assert not spark.catalog.tableExists("silver.actor")
 
 
 @pytest.mark.usefixtures("empty_project_schemas")

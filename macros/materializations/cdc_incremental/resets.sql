@@ -9,8 +9,9 @@
         ~ batch ~ " where _cdc_row = 'reset'") -%}
     {%- if rows | length != 1 -%}
         {{ exceptions.raise_compiler_error(
-            "Model " ~ model.name ~ ": its SQL must end with cdc_latest_per_key(change_events, resets), which "
-            ~ "or cdc_versions(...), which yield exactly one `_cdc_row = 'reset'` row (got " ~ rows | length ~ ").") }}
+            "Model " ~ model.name ~ ": its batch has " ~ rows | length ~ " reset rows instead of one. A silver "
+            ~ "model may add columns around cdc_current_state / cdc_history_versions (`select *, <expr> as <name> "
+            ~ "from current_state`) but not filter, join or aggregate its rows: do that in a gold model.") }}
     {%- endif -%}
     {{ return({
         '_cdc_truncated_before': rows[0][0],
