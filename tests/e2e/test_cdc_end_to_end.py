@@ -62,14 +62,18 @@ MARIADB_TABLES = ("movies",)
 
 
 def silver_models() -> dict[str, dict]:
-    """model -> {columns: [...source columns...], key: [...]} from the silver models YAML."""
-    document = yaml.safe_load((ROOT / "models" / "silver" / "_silver__models.yml").read_text())
+    """model -> {columns: [...source columns...], key: [...]} from the silver models YAML,
+    the key being its bronze source's meta.primary_key (the source its SQL reads)."""
+    silver = ROOT / "models" / "silver"
+    document = yaml.safe_load((silver / "_silver__models.yml").read_text())
+    sources = yaml.safe_load((silver / "_silver__sources.yml").read_text())["sources"][0]["tables"]
+    keys = {table["name"]: table["meta"]["primary_key"] for table in sources}
     models = {}
     for model in document["models"]:
-        key = model.get("config", {}).get("unique_key")
+        source = re.search(r"source\('bronze', '(\w+)'\)", (silver / f"{model['name']}.sql").read_text()).group(1)
         models[model["name"]] = {
             "columns": [c["name"] for c in model["columns"] if not c["name"].startswith("_cdc_")],
-            "key": [key] if isinstance(key, str) else list(key),
+            "key": list(keys[source]),
         }
     return models
 

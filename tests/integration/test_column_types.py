@@ -71,7 +71,6 @@ def project_with_typed_model(root: Path) -> Path:
     spec = yaml.safe_load(models_yml.read_text())
     spec["models"].append({
         "name": MODEL,
-        "config": {"unique_key": ["id"]},
         "columns": [{"name": name, "data_type": data_type, **({"meta": {"debezium_encoding": enc}} if enc else {})}
                     for name, (data_type, enc) in COLUMNS.items()],
     })

@@ -304,7 +304,6 @@ def typed_project(root: Path) -> Path:
             {"name": table, "meta": {"topic": f"{kind}.{TYPED_TOPIC}", "primary_key": ["id"]}})
         spec["models"].append({
             "name": f"{MODEL}_{kind}",
-            "config": {"unique_key": ["id"]},
             "columns": [{"name": name, "data_type": data_type, **({"meta": {"debezium_encoding": enc}} if enc else {})}
                         for name, (data_type, enc) in {**COLUMNS, **EXTRA_COLUMNS}.items()],
         })
