@@ -73,8 +73,8 @@
         {{ return([]) }}
     {%- endif -%}
     {%- set found = namespace(key=cdc_model_config('unique_key')) -%}
-    {%- for node_id in cdc_model_node().depends_on.nodes if node_id.startswith('source.') and not found.key -%}
-        {%- set found.key = (graph.sources[node_id].meta or {}).get('primary_key') -%}
+    {%- for source_node in cdc_source_nodes() if not found.key -%}
+        {%- set found.key = (source_node.meta or {}).get('primary_key') -%}
     {%- endfor -%}
     {%- set key = found.key -%}
     {%- if key is none or key | length == 0 -%}
@@ -104,7 +104,7 @@
     (`unit_tests:`, where `model` is the test and dbt gives no access to the tested
     model's YAML), the table the test declares in `overrides: vars:
     cdc_unit_test_model: {primary_key: [...], columns: {name: data_type or a column
-    spec, ...}, cdc_deletes: ...}`. -#}
+    spec, ...}, cdc_deletes: ...}`, with its primary key as config `unique_key`. -#}
 {% macro cdc_model_node() %}
     {%- if not model.get('tested_node_unique_id') -%}
         {{ return(model) }}
@@ -116,11 +116,13 @@
             ~ "the table under `overrides: vars: cdc_unit_test_model: {primary_key: [...], columns: {<name>: "
             ~ "<data_type>, ...}}`.") }}
     {%- endif -%}
+    {%- set declared = declared or {} -%}
     {%- set columns = {} -%}
-    {%- for name, spec in (declared or {}).get('columns', {}).items() -%}
+    {%- for name, spec in declared.get('columns', {}).items() -%}
         {%- do columns.update({name: {'data_type': spec} if spec is string else spec}) -%}
     {%- endfor -%}
-    {{ return({'name': model.name, 'columns': columns, 'depends_on': {'nodes': []}}) }}
+    {{ return({'name': model.name, 'columns': columns, 'depends_on': {'nodes': []},
+               'config': {'unique_key': declared.get('primary_key'), 'cdc_deletes': declared.get('cdc_deletes')}}) }}
 {% endmacro %}
 
 
@@ -129,6 +131,15 @@
     {%- if not model.get('tested_node_unique_id') -%}
         {{ return(config.get(name)) }}
     {%- endif -%}
-    {%- set declared = var('cdc_unit_test_model', none) or {} -%}
-    {{ return(declared.get('primary_key') if name == 'unique_key' else declared.get(name)) }}
+    {{ return(cdc_model_node().config.get(name)) }}
+{% endmacro %}
+
+
+{#- The dbt source nodes (bronze change logs) the model reads: none in a unit test. -#}
+{% macro cdc_source_nodes() %}
+    {%- set nodes = [] -%}
+    {%- for node_id in cdc_model_node().depends_on.nodes if node_id.startswith('source.') -%}
+        {%- do nodes.append(graph.sources[node_id]) -%}
+    {%- endfor -%}
+    {{ return(nodes) }}
 {% endmacro %}

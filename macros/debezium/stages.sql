@@ -33,13 +33,7 @@
 {% macro cdc_current_rows(batch, columns) -%}
     {%- set soft = cdc_delete_mode() == 'soft' -%}
     select
-        {%- for name in columns %}
-        `{{ name }}`,
-        {%- endfor %}
-        _cdc_op,
-        _cdc_order,
-        _cdc_source_ts,
-        _cdc_commit_time
+        `{{ (columns + cdc_metadata_columns()) | join('`,\n        `') }}`
     {%- if soft %},
         _cdc_deleted as _cdc_is_deleted,
         case when _cdc_deleted then _cdc_source_ts end as _cdc_deleted_at,
@@ -54,16 +48,7 @@
     columns `columns`, then the validity and metadata of cdc_history_columns. -#}
 {% macro cdc_history_rows(batch, columns) -%}
     select
-        {%- for name in columns %}
-        `{{ name }}`,
-        {%- endfor %}
-        _cdc_valid_from,
-        _cdc_valid_to,
-        _cdc_is_current,
-        _cdc_op,
-        _cdc_order,
-        _cdc_valid_to_order,
-        _cdc_commit_time
+        `{{ (columns + cdc_history_metadata_columns()) | join('`,\n        `') }}`
     from {{ batch }} as cdc_batch
     where _cdc_row = 'version'
 {%- endmacro %}

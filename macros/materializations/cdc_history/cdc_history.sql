@@ -70,8 +70,14 @@
 {#- Columns of a history table: the model's row columns, then the version's validity
     and the CDC metadata of its first event. -#}
 {% macro cdc_history_columns() %}
-    {{ return(cdc_model_columns() | map(attribute='name') | list + ['_cdc_valid_from', '_cdc_valid_to',
-        '_cdc_is_current', '_cdc_op', '_cdc_order', '_cdc_valid_to_order', '_cdc_commit_time']) }}
+    {{ return(cdc_model_columns() | map(attribute='name') | list + cdc_history_metadata_columns()) }}
+{% endmacro %}
+
+
+{#- A version's validity and the CDC metadata of its first event. -#}
+{% macro cdc_history_metadata_columns() %}
+    {{ return(['_cdc_valid_from', '_cdc_valid_to', '_cdc_is_current', '_cdc_op', '_cdc_order',
+        '_cdc_valid_to_order', '_cdc_commit_time']) }}
 {% endmacro %}
 
 

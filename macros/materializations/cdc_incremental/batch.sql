@@ -20,17 +20,13 @@
 
 {#- The bronze change log a silver model reads: its one source. -#}
 {% macro cdc_source_relation() %}
-    {%- set sources = [] -%}
-    {%- for node_id in model.depends_on.nodes if node_id.startswith('source.') -%}
-        {%- set node = graph.sources[node_id] -%}
-        {%- do sources.append(api.Relation.create(
-            database=node.database, schema=node.schema, identifier=node.identifier)) -%}
-    {%- endfor -%}
+    {%- set sources = cdc_source_nodes() -%}
     {%- if sources | length != 1 -%}
         {{ exceptions.raise_compiler_error(
             "Model " ~ model.name ~ " reads " ~ sources | length ~ " sources; a silver model reads exactly one "
             ~ "bronze change log, through cdc_current_state(source('bronze', '<table>')). Join tables in a "
             ~ "gold model.") }}
     {%- endif -%}
-    {{ return(sources[0]) }}
+    {{ return(api.Relation.create(
+        database=sources[0].database, schema=sources[0].schema, identifier=sources[0].identifier)) }}
 {% endmacro %}

@@ -76,9 +76,3 @@
     {%- endfor -%}
     {{ return(properties) }}
 {% endmacro %}
-
-
-{#- The value of table property `name` of `relation`, or none. -#}
-{% macro cdc_table_property(relation, name) %}
-    {{ return(cdc_table_properties(relation).get(name)) }}
-{% endmacro %}

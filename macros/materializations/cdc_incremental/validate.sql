@@ -23,12 +23,12 @@
     {%- endfor -%}
     {#- A model that also sets unique_key must agree with its source's meta.primary_key,
         which the ingestion checks keys against. -#}
-    {%- for node_id in model.depends_on.nodes if node_id.startswith('source.') -%}
-        {%- set declared = (graph.sources[node_id].meta or {}).get('primary_key') -%}
+    {%- for source_node in cdc_source_nodes() -%}
+        {%- set declared = (source_node.meta or {}).get('primary_key') -%}
         {%- if declared is not none and (declared | list) != primary_key -%}
             {{ exceptions.raise_compiler_error(
                 "Model " ~ model.name ~ ": unique_key " ~ primary_key ~ " differs from meta.primary_key "
-                ~ declared ~ " of its source " ~ graph.sources[node_id].name ~ ". Remove unique_key from the "
+                ~ declared ~ " of its source " ~ source_node.name ~ ". Remove unique_key from the "
                 ~ "model: the key is declared once, in the source's meta.primary_key.") }}
         {%- endif -%}
     {%- endfor -%}

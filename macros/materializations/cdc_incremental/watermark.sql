@@ -33,10 +33,7 @@
     {%- if watermark is none -%}
         {{ return(false) }}
     {%- endif -%}
-    {%- set sources = [] -%}
-    {%- for node_id in model.depends_on.nodes if node_id.startswith('source.') -%}
-        {%- do sources.append(graph.sources[node_id]) -%}
-    {%- endfor -%}
+    {%- set sources = cdc_source_nodes() -%}
     {%- for source_node in sources -%}
         {%- set name = source_node.schema ~ '.' ~ source_node.identifier -%}
         {%- if not modules.re.match('^[A-Za-z0-9_]+[.][A-Za-z0-9_]+$', name) -%}
