@@ -126,7 +126,7 @@ def project(evo, spark) -> Path:
     model_sql = (ROOT / "models" / "silver" / "actor.sql").read_text()
     (project / "models" / "silver" / f"{MODEL}.sql").write_text(model_sql.replace("pagila_public_actor", SOURCE))
     yield project
-    drop_tables(spark, [("silver", MODEL + s) for s in ("", "__cdc_tombstones", "__cdc_rejected")])
+    drop_tables(spark, [("silver", MODEL + s) for s in ("", "__cdc_state", "__cdc_rejected")])
 
 
 def build(project: Path, columns: dict[str, str]) -> str:

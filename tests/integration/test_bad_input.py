@@ -24,7 +24,7 @@ LIMIT = 2048  # --max-record-bytes
 EVIL_TOPIC = "evil`;drop table silver.actor;--"
 EVIL_COLUMN = "first_name`; drop table silver.actor; --"
 VARS = json.dumps({"cdc_bronze_schema": SCHEMA})
-SILVER = [("silver", "actor"), ("silver", "actor__cdc_tombstones"), ("silver", "actor__cdc_rejected")]
+SILVER = [("silver", "actor"), ("silver", "actor__cdc_state"), ("silver", "actor__cdc_rejected")]
 
 
 def envelope(op: str, lsn: int, after: dict | None, before: dict | None = None) -> str:

@@ -190,7 +190,7 @@ def cleanup(spark):
     schemas = []
     yield schemas
     drop_schemas(spark, schemas)
-    drop_tables(spark, [("silver", MODEL + s) for s in ("", "__cdc_tombstones", "__cdc_rejected")])
+    drop_tables(spark, [("silver", MODEL + s) for s in ("", "__cdc_state", "__cdc_rejected")])
 
 
 def test_every_declared_type_builds_and_merges(spark, tmp_path: Path, cleanup):

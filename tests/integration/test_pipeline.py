@@ -20,7 +20,7 @@ import pytest
 
 from ingestion.pipeline import IngestConfig, run as ingest
 from tests.support import oracle
-from tests.support.lakehouse import dbt, history_rows, parquet_codecs, silver_rows
+from tests.support.lakehouse import dbt, drop_tables, history_rows, parquet_codecs, silver_rows
 from tests.support.paths import require_pagila
 from tools.sample_data import DEFAULT_SEED, generate, outbox, polled
 
@@ -140,30 +140,35 @@ def assert_gold_matches(spark, batch_dirs: list[Path]) -> None:
     assert products == polled.build().expected_rows(batch)
 
 
-# Recreated as silver tables were before the upsert: hard deletes (staff, payment) and a
-# MariaDB table (movies); all have changes in the later batches.
+# Recreated as silver tables were before the state table (a Hudi table of the live rows,
+# without the upsert's properties, beside a tombstone table): hard deletes (staff,
+# payment) and a MariaDB table (movies); all have changes in the later batches.
 OLD_STYLE_TABLES = ("staff", "payment", "movies")
 UPSERT_PROPERTIES = {"hoodie.spark.sql.insert.into.operation", "hoodie.payload.delete.field",
                      "hoodie.payload.delete.marker", "hoodie.write.record.merge.custom.implementation.classes",
                      "hoodie.combine.before.upsert"}
 
 
-def recreate_without_upsert_properties(spark, table: str, primary_key: list[str]) -> None:
-    """silver.`table` with the same rows and CDC properties, created as silver tables were
-    before cdc_upsert_properties (a copy, not ALTER ... UNSET: Hudi also reads the
-    `option.*` copies Spark keeps of the properties a table was created with)."""
-    properties = dict(spark.sql(f"show tblproperties silver.{table}").collect())
+def recreate_earlier_layout(spark, table: str, primary_key: list[str]) -> None:
+    """silver.`table` as the layout before the state table left it: a copy-on-write Hudi
+    table of the live rows with the CDC properties but not the upsert's, and a tombstone
+    table of the deleted keys."""
+    state = f"silver.{table}__cdc_state"
+    properties = dict(spark.sql(f"show tblproperties {state}").collect())
     kept = {name: properties[name] for name in (
         "cdc.watermark", "cdc.resets", "hoodie.parquet.compression.codec", "hoodie.parquet.max.file.size",
         "hoodie.parquet.small.file.limit") if name in properties}
-    columns = ", ".join(f"`{f.name}`" for f in spark.table(f"silver.{table}").schema if not f.name.startswith("_hoodie_"))
+    columns = ", ".join(f"`{f.name}`" for f in spark.table(f"silver.{table}").schema)
     spark.sql(f"create table silver.{table}__copy using parquet as select {columns} from silver.{table}")
-    spark.sql(f"drop table silver.{table} purge")
+    spark.sql(f"create table silver.{table}__tomb using parquet as select {', '.join(primary_key)}, _cdc_order, "
+              f"_cdc_source_ts as _cdc_deleted_at, _cdc_commit_time from {state} where _cdc_deleted")
+    drop_tables(spark, [("silver", table), ("silver", f"{table}__cdc_state")])
     options = {"type": "cow", "primaryKey": ",".join(primary_key), "preCombineField": "_cdc_order", **kept}
-    spark.sql(f"create table silver.{table} using hudi tblproperties ("
-              + ", ".join(f"{sql_text(k)} = {sql_text(v)}" for k, v in options.items())
-              + f") as select * from silver.{table}__copy")
-    spark.sql(f"drop table silver.{table}__copy")
+    for name, copy in ((table, f"{table}__copy"), (f"{table}__cdc_tombstones", f"{table}__tomb")):
+        spark.sql(f"create table silver.{name} using hudi tblproperties ("
+                  + ", ".join(f"{sql_text(k)} = {sql_text(v)}" for k, v in options.items())
+                  + f") as select * from silver.{copy}")
+        spark.sql(f"drop table silver.{copy}")
     stored = " ".join(dict(spark.sql(f"show tblproperties silver.{table}").collect()))
     assert not [p for p in UPSERT_PROPERTIES if p in stored], stored
 
@@ -195,20 +200,26 @@ def test_batches_incremental_full_refresh_and_rerun(spark, sample: Path, run_dir
         dbt("build", *(() if build == len(BUILDS) - 1 else WITHOUT_DATA_TESTS))
         assert_silver_matches_oracle(spark, seen)
         assert_gold_matches(spark, seen)
-        if build == 0:
-            # Tables as a build before silver took its changes as an upsert left them:
-            # the next builds must give them the upsert's properties, not append rows.
-            # (Every table the first build created lacks them too, until its first
-            # incremental build: these few also carry Spark's `option.*` copies.)
+        if build == 1:
+            # The tables recreated in the earlier layout were rebuilt as a view over a state table.
             for table in OLD_STYLE_TABLES:
-                recreate_without_upsert_properties(spark, table, oracle.TABLES[table]["primary_key"])
+                assert spark.catalog.getTable(f"silver.{table}").tableType == "VIEW", table
+                assert not spark.catalog.tableExists(f"silver.{table}__cdc_tombstones"), table
+        if build == 0:
+            # Tables as a build before the state table left them: the next build must
+            # rebuild them (above), not merge into them.
+            for table in OLD_STYLE_TABLES:
+                recreate_earlier_layout(spark, table, oracle.TABLES[table]["primary_key"])
 
-    # Exactly the tables the later batches brought records for had an incremental build,
-    # which gave them the upsert's properties again.
-    restored = {t for t in oracle.TABLES if UPSERT_PROPERTIES <= dict(spark.sql(f"show tblproperties silver.{t}").collect()).keys()}
-    changed = {t for t in oracle.TABLES if oracle.read_records(oracle.files_in(seen[1:], t))}
-    assert changed and restored == changed, (sorted(restored), sorted(changed))
-    assert set(OLD_STYLE_TABLES) <= changed, "a recreated table had no later batch: the test would not cover it"
+    # The state tables of the tables the last batch brought records for had an
+    # incremental build, which gave them the upsert's properties (a full refresh creates
+    # them without: its CTAS is faster so).
+    restored = {t for t in oracle.TABLES
+                if UPSERT_PROPERTIES <= dict(spark.sql(f"show tblproperties silver.{t}__cdc_state").collect()).keys()}
+    changed = {t for t in oracle.TABLES if oracle.read_records(oracle.files_in(seen[2:], t))}
+    assert changed and changed <= restored, (sorted(restored), sorted(changed))
+    assert set(OLD_STYLE_TABLES) <= {t for t in oracle.TABLES if oracle.read_records(oracle.files_in(seen[1:2], t))}, (
+        "a recreated table had no records in the second batch: the test would not cover its rebuild")
 
     incremental = snapshot_silver(spark)
 
@@ -216,14 +227,15 @@ def test_batches_incremental_full_refresh_and_rerun(spark, sample: Path, run_dir
     assert snapshot_silver(spark) == incremental, "--full-refresh gave other tables than the incremental builds"
 
     # No new input: ingestion lands nothing, the build commits nothing to silver.
+    stored_tables = [*(f"{t}__cdc_state" for t in oracle.TABLES), *(f"{h}_history" for h in HISTORY)]
     commits_before = {t: spark.sql(f"call show_commits(table => 'silver.{t}', limit => 100)").count()
-                      for t in [*oracle.TABLES, *(f"{h}_history" for h in HISTORY)]}
+                      for t in stored_tables}
     summary = ingest(spark, IngestConfig(input_uri=str(landing), bronze_schema="bronze"))
     assert summary.tables == [] and summary.files_skipped > 0
     dbt("build", *WITHOUT_DATA_TESTS)
     assert snapshot_silver(spark) == incremental
     commits_after = {t: spark.sql(f"call show_commits(table => 'silver.{t}', limit => 100)").count()
-                     for t in [*oracle.TABLES, *(f"{h}_history" for h in HISTORY)]}
+                     for t in stored_tables}
     assert commits_after == commits_before, "a build with no new bronze commits wrote to silver"
 
     # The profile turns Hudi's metadata table off for the ingestion and dbt alike.
@@ -238,7 +250,7 @@ def test_batches_incremental_full_refresh_and_rerun(spark, sample: Path, run_dir
     # ... and cap their files at 16 MiB, so a MERGE rewrites a larger table as several tasks.
     # (The sample is far smaller; benchmarks/silver_index.py measures the effect.)
     for table in oracle.TABLES:
-        properties = dict(spark.sql(f"show tblproperties silver.{table}").collect())
+        properties = dict(spark.sql(f"show tblproperties silver.{table}__cdc_state").collect())
         assert (properties.get("hoodie.parquet.max.file.size"),
                 properties.get("hoodie.parquet.small.file.limit")) == (str(16 * 2**20), str(12 * 2**20)), table
 

@@ -54,10 +54,10 @@ def land(spark, changes: Stream, index: int, tmp_path: Path) -> Path:
     return changes.write_batch(index, tmp_path / f"batch-{index}")
 
 
-def assert_only_actor_fails(spark, before: list[dict], *error_parts: str) -> None:
+def assert_only_actor_fails(spark, before: list[dict], *error_parts: str, table: str = "actor") -> None:
     """Runs actor and actor_history (same source): actor's build stops with an error
-    holding every one of `error_parts` and leaves its rows as `before`; actor_history is
-    built."""
+    holding every one of `error_parts` and leaves the rows of silver.`table` as `before`;
+    actor_history is built."""
     result = dbtRunner().invoke(["run", "--select", "actor", "actor_history", "--vars", VARS,
                                  "--project-dir", str(ROOT), "--profiles-dir", str(ROOT / "profiles")])
     assert not result.success
@@ -67,7 +67,7 @@ def assert_only_actor_fails(spark, before: list[dict], *error_parts: str) -> Non
     assert status == "error", outcome
     for part in error_parts:
         assert part in message, f"{part!r} not in the error: {message}"
-    assert silver_rows(spark, "actor", COLUMNS, ["actor_id"]) == before  # untouched
+    assert silver_rows(spark, table, COLUMNS, ["actor_id"]) == before  # untouched
 
 
 def assert_full_refresh_rebuilds_actor(spark, batches: list[Path]) -> None:
@@ -82,7 +82,7 @@ def cleanup(spark):
     yield
     drop_schemas(spark, [SCHEMA])
     drop_tables(spark, [("silver", model + s) for model in ("actor", "actor_history")
-                        for s in ("", "__cdc_tombstones", "__cdc_rejected", "__old")])
+                        for s in ("", "__cdc_state", "__cdc_rejected", "__old")])
 
 
 def test_a_declared_column_the_table_lacks_rebuilds_it(spark, tmp_path: Path, cleanup):
@@ -91,13 +91,14 @@ def test_a_declared_column_the_table_lacks_rebuilds_it(spark, tmp_path: Path, cl
     dbt("run", "--select", "actor", "--vars", VARS)
 
     # What a build made before `last_name` was in the YAML looked like: no such column.
-    watermark = [r[1] for r in spark.sql("show tblproperties silver.actor").collect() if r[0] == "cdc.watermark"][0]
+    state = "silver.actor__cdc_state"
+    watermark = [r[1] for r in spark.sql(f"show tblproperties {state}").collect() if r[0] == "cdc.watermark"][0]
     spark.sql("create table silver.actor__old using hudi tblproperties (type = 'cow', primaryKey = 'actor_id', "
               "preCombineField = '_cdc_order') as select actor_id, first_name, last_update, _cdc_op, _cdc_order, "
-              "_cdc_source_ts, _cdc_commit_time from silver.actor")
-    spark.sql("drop table silver.actor purge")
-    spark.sql("alter table silver.actor__old rename to silver.actor")
-    spark.sql(f"alter table silver.actor set tblproperties ('cdc.watermark' = '{watermark}')")
+              f"_cdc_source_ts, _cdc_commit_time, _cdc_deleted from {state}")
+    spark.sql(f"drop table {state} purge")
+    spark.sql(f"alter table silver.actor__old rename to {state}")
+    spark.sql(f"alter table {state} set tblproperties ('cdc.watermark' = '{watermark}')")
 
     batches.append(land(spark, changes, 1, tmp_path))
     result = dbt("run", "--select", "actor", "--vars", VARS)
@@ -121,16 +122,19 @@ def test_an_unsafe_type_change_stops_that_table_only(spark, tmp_path: Path, clea
     changes = stream()
     batches = [land(spark, changes, 0, tmp_path)]
     dbt("run", "--select", "actor", "--vars", VARS)
+    state = "silver.actor__cdc_state"
+    watermark = dict(spark.sql(f"show tblproperties {state}").collect())["cdc.watermark"]
     spark.sql("create table silver.actor__old using hudi tblproperties (type = 'cow', primaryKey = 'actor_id', "
               "preCombineField = '_cdc_order') as select actor_id, first_name, last_name, "
-              "cast(last_update as string) as last_update, _cdc_op, _cdc_order, _cdc_source_ts, _cdc_commit_time "
-              "from silver.actor")
+              "cast(last_update as string) as last_update, _cdc_op, _cdc_order, _cdc_source_ts, _cdc_commit_time, "
+              f"_cdc_deleted from {state}")
     before = silver_rows(spark, "actor__old", COLUMNS, ["actor_id"])
-    spark.sql("drop table silver.actor purge")
-    spark.sql("alter table silver.actor__old rename to silver.actor")
+    spark.sql(f"drop table {state} purge")
+    spark.sql(f"alter table silver.actor__old rename to {state}")
+    spark.sql(f"alter table {state} set tblproperties ('cdc.watermark' = '{watermark}')")
 
-    assert_only_actor_fails(spark, before, "silver.actor", "last_update", "is string", "declares timestamp",
-                            "dbt build --full-refresh --select actor")
+    assert_only_actor_fails(spark, before, state, "last_update", "is string", "declares timestamp",
+                            "dbt build --full-refresh --select actor", table="actor__cdc_state")
     assert_full_refresh_rebuilds_actor(spark, batches)
 
 
@@ -143,11 +147,11 @@ def test_a_malformed_watermark_stops_that_table_only(spark, tmp_path: Path, clea
     batches = [land(spark, changes, 0, tmp_path)]
     dbt("run", "--select", "actor", "--vars", VARS)
     before = silver_rows(spark, "actor", COLUMNS, ["actor_id"])
-    spark.sql("alter table silver.actor set tblproperties ('cdc.watermark' = '2024-01-01')")
+    spark.sql("alter table silver.actor__cdc_state set tblproperties ('cdc.watermark' = '2024-01-01')")
     batches.append(land(spark, changes, 1, tmp_path))
 
-    assert_only_actor_fails(spark, before, "silver.actor", "malformed cdc.watermark '2024-01-01'",
+    assert_only_actor_fails(spark, before, "silver.actor__cdc_state", "malformed cdc.watermark '2024-01-01'",
                             "dbt build --full-refresh --select actor")
     assert_full_refresh_rebuilds_actor(spark, batches)
-    watermark = dict(spark.sql("show tblproperties silver.actor").collect())["cdc.watermark"]
+    watermark = dict(spark.sql("show tblproperties silver.actor__cdc_state").collect())["cdc.watermark"]
     assert watermark.isdigit(), watermark

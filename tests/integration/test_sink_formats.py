@@ -323,7 +323,7 @@ def silver_typed(spark, kind: str) -> list[dict]:
 
 FORMATS = {"json": [(".json", None)], "avro": [(".avro", "bzip2"), (".avro", "deflate")],
            "parquet": [(".snappy.parquet", "SNAPPY"), (".gz.parquet", "GZIP")]}
-SILVER_TABLES = [f"{MODEL}_{kind}{suffix}" for kind in FORMATS for suffix in ("", "__cdc_tombstones", "__cdc_rejected")]
+SILVER_TABLES = [f"{MODEL}_{kind}{suffix}" for kind in FORMATS for suffix in ("", "__cdc_state", "__cdc_rejected")]
 
 
 def test_every_debezium_type_decodes_in_silver_as_from_json(spark, tmp_path: Path, schemas):

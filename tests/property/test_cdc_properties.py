@@ -5,7 +5,8 @@ after every batch an incremental `dbt run` of the silver model must equal
   (a) the full-refresh build of all of bronze: the rows the model's SQL yields when run
       on its own (`dbt compile`: the current state, or every version, over all of
       bronze) after each batch but the last, and after the last a real `dbt run
-      --full-refresh` that must reproduce the incremental table and its tombstones exactly;
+      --full-refresh` that must reproduce the incremental table and its state table
+      (deleted keys included) exactly;
   (b) the oracle, `tests/support/oracle.py`, computed in plain Python from the files.
 
 Each source has a current-state model (hard deletes), MariaDB's also a soft-delete one,
@@ -43,7 +44,6 @@ EXAMPLES = int(os.environ.get("CDC_PROPERTY_EXAMPLES", "1"))
 SEED = int(os.environ.get("CDC_PROPERTY_SEED", "20261122"))
 META = ["_cdc_op", "_cdc_order", "_cdc_source_ts", "_cdc_commit_time"]
 SOFT_META = ["_cdc_is_deleted", "_cdc_deleted_at", "_cdc_values_order"]
-TOMBSTONE_COLUMNS = ["_cdc_order", "_cdc_deleted_at", "_cdc_commit_time"]
 HISTORY_META = ["_cdc_valid_from", "_cdc_valid_to", "_cdc_is_current", "_cdc_op", "_cdc_order", "_cdc_valid_to_order",
                 "_cdc_commit_time"]
 
@@ -59,7 +59,7 @@ def bronze_table(source: Source) -> str:
 def reset(spark, source: Source) -> None:
     """Drop the source's bronze change log and its silver tables (and their folders)."""
     silver = [("silver", model + suffix) for model, _ in source.models()
-              for suffix in ("", "__cdc_tombstones", "__cdc_rejected")]
+              for suffix in ("", "__cdc_state", "__cdc_rejected")]
     drop_tables(spark, [("bronze", table_for_topic(source.topic)), *silver])
 
 
@@ -129,7 +129,8 @@ def check_batch(spark, stream: Stream, batch: int, batch_dirs: list[Path], compi
 
 
 def tables_with_meta(spark, source: Source) -> list[list[dict]]:
-    """Every model's silver rows with metadata, and the hard-delete models' tombstones."""
+    """Every model's silver rows with metadata, and the hard-delete models' state tables
+    (deleted keys included)."""
     key = [source.primary_key]
     tables = []
     for model, deletes in source.models():
@@ -138,7 +139,7 @@ def tables_with_meta(spark, source: Source) -> list[list[dict]]:
             continue
         tables.append(silver_rows(spark, model, columns_of(source) + meta_of(deletes), key))
         if deletes == "hard":
-            tables.append(silver_rows(spark, f"{model}__cdc_tombstones", key + TOMBSTONE_COLUMNS, key))
+            tables.append(silver_rows(spark, f"{model}__cdc_state", columns_of(source) + META + ["_cdc_deleted"], key))
     return tables
 
 
@@ -179,7 +180,7 @@ def test_incremental_equals_full_refresh_and_oracle(spark, run_dir: Path, model_
     incremental = tables_with_meta(spark, source)
     dbt("run", "--select", *[model for model, _ in source.models()], "--full-refresh")
     assert tables_with_meta(spark, source) == incremental, (
-        f"dbt run --full-refresh gave other silver/tombstone tables than the incremental runs: {stream.describe()}")
+        f"dbt run --full-refresh gave other silver/state tables than the incremental runs: {stream.describe()}")
     TRIED["streams"] += 1
     TRIED["changes"] += stream.changes
     TRIED["duplicates"] += stream.duplicates

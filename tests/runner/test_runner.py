@@ -241,11 +241,12 @@ def exit_code(proc: subprocess.Popen, out: Output, timeout: float, what: str) ->
 
 
 def silver_actor(spark, tmp_path: Path) -> list[dict]:
-    """silver.actor of the runner's lakehouse, read by path (the test session's metastore
-    does not know it)."""
-    table = tmp_path / "lakehouse" / "warehouse" / "silver.db" / "actor"
+    """silver.actor of the runner's lakehouse: its state table's live rows, read by path
+    (the test session's metastore does not know it)."""
+    table = tmp_path / "lakehouse" / "warehouse" / "silver.db" / "actor__cdc_state"
     columns = ["actor_id", "first_name", "last_name", "last_update"]
-    return [row.asDict() for row in spark.read.format("hudi").load(str(table)).select(*columns).collect()]
+    rows = spark.read.format("hudi").load(str(table)).where("not _cdc_deleted").select(*columns)
+    return [row.asDict() for row in rows.collect()]
 
 
 def replace_text(path: Path, text: str) -> None:

@@ -70,9 +70,14 @@ def _warehouse(spark) -> Path:
 
 def drop_tables(spark, tables: Iterable[tuple[str, str]]) -> None:
     """Drop (schema, table) pairs and their warehouse folders, so a table created again
-    under the same name starts empty (Hudi keeps its timeline in the folder)."""
+    under the same name starts empty (Hudi keeps its timeline in the folder). A pair may
+    name a view (a hard-delete silver model's relation)."""
     for schema, table in tables:
-        spark.sql(f"drop table if exists `{schema}`.`{table}` purge")
+        if spark.catalog.tableExists(f"{schema}.{table}"):
+            if spark.catalog.getTable(f"{schema}.{table}").tableType == "VIEW":
+                spark.sql(f"drop view `{schema}`.`{table}`")
+            else:
+                spark.sql(f"drop table `{schema}`.`{table}` purge")
         shutil.rmtree(table_folder(spark, schema, table), ignore_errors=True)
 
 

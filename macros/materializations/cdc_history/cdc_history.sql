@@ -56,7 +56,7 @@
     {%- else -%}
         {%- set result = cdc_history_merge(target_relation, batch, primary_key) -%}
     {%- endif -%}
-    {%- do cdc_finish_build(target_relation, batch, primary_key, state.full_refresh, resets,
+    {%- do cdc_finish_build(target_relation, target_relation, batch, primary_key, state.full_refresh, resets,
         properties.get('cdc.resets')) -%}
 
     {%- call noop_statement('main', result, 'OK') -%}{%- endcall -%}

@@ -4,30 +4,39 @@
     bronze). This materialization decides once, at run time, how to build the table,
     and evaluates the model with its stage swapped for the batch of that build
     (cdc_model_batch_sql, cdc_stages: the latest event per key among bronze commits
-    after the table's watermark, deletes, resets and rejected events included):
+    after the table's watermark, deletes, resets and rejected events included).
+
+    With hard deletes (the default) the model's relation is a view over its state
+    table `<model>__cdc_state`: one Hudi table holding the latest event of every key,
+    a deleted key as a row flagged `_cdc_deleted` with its values nulled, so that a
+    late, older event never resurrects it; the view leaves those rows out
+    (docs/decisions/silver-one-state-table.md). With cdc_deletes='soft' the relation
+    is the table itself, deleted rows flagged in it.
       first build / --full-refresh -> full_refresh.sql (rebuild from all of bronze)
       otherwise                    -> resets.sql (a new truncate or re-snapshot deletes
-                                      what it supersedes), then merge.sql (delete-aware
-                                      merge, newest event wins) or, with
-                                      cdc_deletes='soft', merge_soft_deletes.sql
+                                      what it supersedes), then merge.sql (one Hudi
+                                      upsert: the newer event of each key wins) or,
+                                      with cdc_deletes='soft', merge_soft_deletes.sql
     then keeps the events it could not apply in `<model>__cdc_rejected` (rejected.sql)
-    and records the resets and the bronze watermark on the table. Deleted keys are remembered in a
-    companion `<model>__cdc_tombstones` table so a late, older event never resurrects
-    a deleted row: incremental and full-refresh builds give the same table.
+    and records the resets and the bronze watermark on the stored table. Incremental
+    and full-refresh builds give the same table.
 
     dbt-spark's `incremental` accepts only its own strategies, so this is a
     materialization of its own. -#}
 {% materialization cdc_incremental, adapter='spark' %}
     {%- set primary_key = cdc_validate_config() -%}
-    {%- set target_relation = this.incorporate(type='table') -%}
-    {%- set tombstone_relation = cdc_tombstone_relation(target_relation) -%}
+    {%- set soft = cdc_delete_mode() == 'soft' -%}
+    {%- set target_relation = this.incorporate(type='table' if soft else 'view') -%}
+    {#- the Hudi table the build writes: the state table, or silver itself with soft deletes -#}
+    {%- set stored_relation = target_relation.incorporate(type='table') if soft
+        else cdc_state_relation(target_relation) -%}
     {%- set existing_relation = load_relation(this) -%}
     {%- set full_refresh = existing_relation is none or should_full_refresh()
-        or cdc_validate_state(existing_relation, tombstone_relation) -%}
+        or cdc_validate_state(existing_relation, stored_relation) -%}
 
     {#- Read once per build: none of the steps below changes cdc.* before cdc_finish_build. -#}
-    {%- set properties = {} if full_refresh else cdc_table_properties(target_relation) -%}
-    {%- set watermark = cdc_checked_watermark(target_relation, properties.get('cdc.watermark')) -%}
+    {%- set properties = {} if full_refresh else cdc_table_properties(stored_relation) -%}
+    {%- set watermark = cdc_checked_watermark(stored_relation, properties.get('cdc.watermark')) -%}
 
     {{ run_hooks(pre_hooks) }}
 
@@ -44,19 +53,20 @@
     {%- set batch = cdc_create_work_table(target_relation, 'batch', batch_sql) -%}
     {%- set resets = cdc_batch_resets(batch) -%}
     {%- if full_refresh -%}
-        {%- set result = cdc_full_refresh(target_relation, tombstone_relation, batch, primary_key) -%}
+        {%- set result = cdc_full_refresh(target_relation, stored_relation, existing_relation, batch, primary_key) -%}
     {%- else -%}
         {#- a new truncate or re-snapshot removes what it supersedes before the merge -#}
-        {%- set reset = cdc_apply_resets(target_relation, tombstone_relation, resets, properties.get('cdc.resets')) -%}
-        {%- do cdc_ensure_upsert_properties(target_relation, properties) -%}
-        {%- if cdc_delete_mode() == 'soft' -%}
-            {%- set result = cdc_merge_soft_deletes(target_relation, batch, primary_key) -%}
+        {%- do cdc_ensure_upsert_properties(stored_relation, properties) -%}
+        {%- set reset = cdc_apply_resets(stored_relation, resets, properties.get('cdc.resets')) -%}
+        {%- if soft -%}
+            {%- set result = cdc_merge_soft_deletes(stored_relation, batch, primary_key) -%}
         {%- else -%}
-            {%- set result = cdc_merge(target_relation, tombstone_relation, batch, primary_key) -%}
+            {%- set result = cdc_merge(stored_relation, batch, primary_key) -%}
         {%- endif -%}
         {%- set result = result ~ (' reset' if reset else '') -%}
     {%- endif -%}
-    {%- do cdc_finish_build(target_relation, batch, primary_key, full_refresh, resets, properties.get('cdc.resets')) -%}
+    {%- do cdc_finish_build(target_relation, stored_relation, batch, primary_key, full_refresh, resets,
+        properties.get('cdc.resets')) -%}
 
     {%- call noop_statement('main', result, 'OK') -%}{%- endcall -%}
 
@@ -67,13 +77,15 @@
 
 
 {#- The last steps of a build (cdc_incremental, cdc_history) once its table is written:
-    keep the rejected events, record the resets (`applied`: the table's cdc.resets when
-    the build began, none after a full refresh) and the watermark, drop the batch. The
-    watermark comes last: a build that stops before it reads its window again. -#}
-{% macro cdc_finish_build(target_relation, batch, primary_key, full_refresh, resets, applied) %}
+    keep the rejected events (next to the model's relation `target_relation`), record
+    the resets (`applied`: the stored table's cdc.resets when the build began, none after
+    a full refresh) and the watermark on the stored table `stored_relation`, drop the
+    batch. The watermark comes last: a build that stops before it reads its window
+    again. -#}
+{% macro cdc_finish_build(target_relation, stored_relation, batch, primary_key, full_refresh, resets, applied) %}
     {%- do cdc_record_rejected(target_relation, batch, primary_key, full_refresh) -%}
-    {%- do cdc_write_resets(target_relation, resets, none if full_refresh else applied) -%}
-    {%- do cdc_write_watermark(target_relation, batch) -%}
+    {%- do cdc_write_resets(stored_relation, resets, none if full_refresh else applied) -%}
+    {%- do cdc_write_watermark(stored_relation, batch) -%}
     {%- do cdc_drop_work_table(batch) -%}
 {% endmacro %}
 
@@ -102,13 +114,22 @@
 {% endmacro %}
 
 
-{% macro cdc_tombstone_relation(target_relation) %}
-    {{ return(target_relation.incorporate(path={'identifier': target_relation.identifier ~ '__cdc_tombstones'})) }}
+{#- The state table behind a hard-delete model's view: the latest event of every key,
+    deleted keys included (flagged `_cdc_deleted`). -#}
+{% macro cdc_state_relation(target_relation) %}
+    {{ return(target_relation.incorporate(type='table',
+        path={'identifier': target_relation.identifier ~ '__cdc_state'})) }}
 {% endmacro %}
 
 
-{#- Columns written to silver: the model's row columns, then CDC metadata (soft deletes:
-    the deletion flag and time, and the order of the event the values come from). -#}
+{#- The tombstone table of the layout before the state table: dropped when a model is
+    rebuilt. -#}
+{% macro cdc_tombstone_relation(target_relation) %}
+    {{ return(target_relation.incorporate(type='table',
+        path={'identifier': target_relation.identifier ~ '__cdc_tombstones'})) }}
+{% endmacro %}
+
+
 {#- The CDC metadata every current-state table holds after its row columns: the
     operation, order, source time and bronze commit of the event its row comes from. -#}
 {% macro cdc_metadata_columns() %}
@@ -116,6 +137,8 @@
 {% endmacro %}
 
 
+{#- Columns written to silver: the model's row columns, then CDC metadata (soft deletes:
+    the deletion flag and time, and the order of the event the values come from). -#}
 {% macro cdc_silver_columns() %}
     {%- set names = cdc_model_columns() | map(attribute='name') | list -%}
     {%- set names = names + cdc_metadata_columns() -%}
@@ -126,15 +149,17 @@
 {% endmacro %}
 
 
-{#- Hudi table properties: copy-on-write, record key = primary key, ordering field =
-    _cdc_order (without it Hudi keeps duplicates of a key), zstd parquet (faster and
-    smaller than Hudi's default gzip), files of at most 16 MiB (a copy-on-write write
-    rewrites each file group a change falls in as one task: with Hudi's 120 MiB a silver
-    table under that is one file group, rewritten by one core), plus `hudi_options`.
+{#- Hudi table properties: copy-on-write (the state table: cdc_state_table_options),
+    record key = primary key, ordering field = _cdc_order (without it Hudi keeps
+    duplicates of a key), zstd parquet (faster and smaller than Hudi's default gzip),
+    files of at most 16 MiB (a copy-on-write write rewrites each file group a change
+    falls in as one task: with Hudi's 120 MiB a table under that is one file group,
+    rewritten by one core), plus `hudi_options`.
     Measured by benchmarks/silver_index.py (docs/decisions/silver-index-codec-file-size.md).
     `cdc.declared_types` lists the columns stored wider than declared (cdc_storage_type)
-    as name:declared type, for cdc_rebuild_reason. -#}
-{% macro cdc_hudi_tblproperties(primary_key) %}
+    as name:declared type, for cdc_rebuild_reason. `table_options` (the state table's
+    cdc_state_table_options) go over the defaults, `hudi_options` over both. -#}
+{% macro cdc_hudi_tblproperties(primary_key, table_options={}) %}
     {%- set options = {
         'type': 'cow',
         'primaryKey': primary_key | join(','),
@@ -150,6 +175,7 @@
     {%- if declared_types -%}
         {%- do options.update({'cdc.declared_types': declared_types | join(',')}) -%}
     {%- endif -%}
+    {%- do options.update(table_options) -%}
     {%- do options.update(config.get('hudi_options') or {}) -%}
     tblproperties (
         {%- for key, value in options.items() %}
@@ -171,7 +197,7 @@
     create a managed table over it. Such a folder is found by listing its
     `.hoodie/hoodie.properties` (next to the batch work table, which always exists
     here, so the listing never fails), registered and dropped with PURGE. -#}
-{% macro cdc_create_hudi_table_as(relation, primary_key, sql, batch) %}
+{% macro cdc_create_hudi_table_as(relation, primary_key, sql, batch, table_options={}) %}
     {%- set location = [] -%}
     {%- for row in run_query('describe database extended ' ~ relation.schema) if row[0] == 'Location' -%}
         {%- do location.append(row[1] | replace("'", "")) -%}
@@ -203,7 +229,7 @@
     {%- call statement('cdc_create_' ~ relation.identifier) -%}
         create table {{ relation }}
         using hudi
-        {{ cdc_hudi_tblproperties(primary_key) }}
+        {{ cdc_hudi_tblproperties(primary_key, table_options) }}
         as {{ sql }}
     {%- endcall -%}
 {% endmacro %}

@@ -1,28 +1,66 @@
-{#- Strategy: rebuild silver and its tombstones from the whole change log (soft deletes:
-    deleted keys stay in silver, flagged, and there is no tombstone table). -#}
-{% macro cdc_full_refresh(target_relation, tombstone_relation, batch, primary_key) %}
-    {%- for relation in [target_relation, tombstone_relation] -%}
+{#- Strategy: rebuild from the whole change log. Hard deletes: the state table (every
+    key's latest event, deleted keys flagged and their values nulled) and the view over
+    it that leaves them out; soft deletes: the table itself, deleted keys flagged with
+    their last values. `existing_relation`: the model's relation before the build (a
+    view, or a table of an earlier layout: it and its tombstone table are dropped). -#}
+{% macro cdc_full_refresh(target_relation, stored_relation, existing_relation, batch, primary_key) %}
+    {%- if existing_relation is not none -%}
+        {%- do adapter.drop_relation(existing_relation) -%}
+    {%- endif -%}
+    {%- set dropped = [stored_relation] + ([] if cdc_delete_mode() == 'soft'
+        else [cdc_tombstone_relation(target_relation)]) -%}
+    {%- for relation in dropped -%}
         {%- call statement('cdc_drop_' ~ loop.index) -%}
             drop table if exists {{ relation }} purge
         {%- endcall -%}
     {%- endfor -%}
-    {%- set soft = cdc_delete_mode() == 'soft' -%}
-    {%- set silver_sql = cdc_current_rows(batch, cdc_model_columns() | map(attribute='name') | list) -%}
-    {%- do cdc_create_hudi_table_as(target_relation, primary_key, silver_sql, batch) -%}
-    {%- if soft -%}
+    {%- set columns = cdc_model_columns() | map(attribute='name') | list -%}
+    {%- if cdc_delete_mode() == 'soft' -%}
+        {%- do cdc_create_hudi_table_as(stored_relation, primary_key, cdc_current_rows(batch, columns), batch) -%}
         {{ return('full refresh') }}
     {%- endif -%}
-    {%- set tombstones_sql -%}
-        select {{ cdc_tombstone_columns(primary_key, 'batch') }}
+    {%- set state_sql -%}
+        select {{ cdc_state_values(columns, primary_key, 'batch') }}
         from {{ batch }} as batch
-        where _cdc_deleted and _cdc_row = 'change'
+        where _cdc_row = 'change'
     {%- endset -%}
-    {%- do cdc_create_hudi_table_as(tombstone_relation, primary_key, tombstones_sql, batch) -%}
+    {%- do cdc_create_hudi_table_as(stored_relation, primary_key, state_sql, batch, cdc_state_table_options()) -%}
+    {%- call statement('cdc_create_view') -%}
+        create or replace view {{ target_relation }} as
+        select `{{ cdc_silver_columns() | join('`, `') }}`
+        from {{ stored_relation }}
+        where not _cdc_deleted
+    {%- endcall -%}
     {{ return('full refresh') }}
 {% endmacro %}
 
 
-{% macro cdc_tombstone_columns(primary_key, alias) -%}
-    {%- for key in primary_key %}{{ alias }}.`{{ key }}`, {% endfor -%}
-    {{ alias }}._cdc_order, {{ alias }}._cdc_source_ts as _cdc_deleted_at, {{ alias }}._cdc_commit_time
+{#- A state table row from a batch row (alias `alias`): the row columns `columns`
+    (a deleted key's nulled, but its primary key), the CDC metadata, `_cdc_deleted`. -#}
+{% macro cdc_state_values(columns, primary_key, alias) -%}
+    {%- for name in columns %}
+    {%- if name in primary_key %}
+    {{ alias }}.`{{ name }}`,
+    {%- else %}
+    case when not {{ alias }}._cdc_deleted then {{ alias }}.`{{ name }}` end as `{{ name }}`,
+    {%- endif %}
+    {%- endfor %}
+    {%- for name in cdc_metadata_columns() %}
+    {{ alias }}.{{ name }},
+    {%- endfor %}
+    {{ alias }}._cdc_deleted
 {%- endmacro %}
+
+
+{#- The state table's Hudi layout (docs/decisions/silver-one-state-table.md), under
+    the model's `hudi_options`. -#}
+{% macro cdc_state_table_options() %}
+    {{ return({
+        'type': 'mor',
+        'hoodie.index.type': 'BUCKET',
+        'hoodie.index.bucket.engine': 'SIMPLE',
+        'hoodie.bucket.index.num.buckets': 4,
+        'hoodie.compact.inline': 'true',
+        'hoodie.compact.inline.max.delta.commits': 5,
+    }) }}
+{% endmacro %}

@@ -1,6 +1,6 @@
 {#- Applying resets (a truncate, a complete re-snapshot: see cdc_resets) to a silver
-    table that already exists: rows and tombstones they supersede are deleted before the
-    batch is merged. The resets last applied are kept as the table property
+    table that already exists: the rows (and deleted keys) they supersede are deleted
+    before the batch is merged. The resets last applied are kept as the table property
     `cdc.resets` (`applied`, as read when the build began), so the deletes run only
     when a new reset arrives. -#}
 {% macro cdc_batch_resets(batch) %}
@@ -21,17 +21,38 @@
 {% endmacro %}
 
 
-{% macro cdc_apply_resets(target_relation, tombstone_relation, resets, applied) %}
+{#- Hard deletes: the superseded rows of the state table, live rows and deleted keys
+    alike, are upserted back with the delete marker in `_cdc_op` and their own
+    `_cdc_order` (an incoming event of equal order replaces the stored one), so Hudi
+    deletes them on either table type. A DELETE statement would carry no ordering
+    value, which merge-on-read with event-time ordering may let the stored row win
+    against (apache/hudi#19978). Soft deletes: a DELETE on the copy-on-write table. -#}
+{% macro cdc_apply_resets(stored_relation, resets, applied) %}
     {%- if resets.values() | select | list | length == 0 or tojson(resets, sort_keys=true) == applied -%}
         {{ return(false) }}
     {%- endif -%}
-    {%- set relations = [target_relation] + ([tombstone_relation] if cdc_delete_mode() == 'hard' else []) -%}
-    {%- for relation in relations -%}
-        {%- call statement('cdc_apply_resets_' ~ loop.index) -%}
-            delete from {{ relation }}
-            where {{ cdc_is_superseded('_cdc_order', cdc_resets_values(resets)) }}
+    {%- set superseded = cdc_is_superseded('_cdc_order', cdc_resets_values(resets)) -%}
+    {%- if cdc_delete_mode() == 'soft' -%}
+        {%- call statement('cdc_apply_resets') -%}
+            delete from {{ stored_relation }}
+            where {{ superseded }}
         {%- endcall -%}
-    {%- endfor -%}
+        {{ return(true) }}
+    {%- endif -%}
+    {%- set columns = cdc_model_columns() | map(attribute='name') | list + cdc_metadata_columns() + ['_cdc_deleted'] -%}
+    {%- call statement('cdc_apply_resets') -%}
+        insert into {{ stored_relation }} (`{{ columns | join('`, `') }}`)
+        select
+            {%- for name in columns %}
+            {%- if name == '_cdc_op' %}
+            {{ cdc_string_literal(cdc_delete_marker()) }} as _cdc_op{{ "," if not loop.last }}
+            {%- else %}
+            `{{ name }}`{{ "," if not loop.last }}
+            {%- endif %}
+            {%- endfor %}
+        from {{ stored_relation }}
+        where {{ superseded }}
+    {%- endcall -%}
     {{ return(true) }}
 {% endmacro %}
 

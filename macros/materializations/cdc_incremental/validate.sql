@@ -36,12 +36,10 @@
 {% endmacro %}
 
 
-{#- `hudi_options` may tune the silver table (file sizes, parallelism, ...) but not what
-    its correctness rests on: copy-on-write, the table type the tests prove (merge-on-read
-    lost 1,206 of 1M keys, every one deleted and re-inserted, while silver took its
-    batches with MERGE INTO; with today's upsert it matched the full recompute but every
-    run was slower: docs/decisions/silver-table-type.md), record key = the primary key, ordering field =
-    _cdc_order, the upsert that applies changes and deletes. -#}
+{#- `hudi_options` may tune the silver tables (table type, buckets, compaction, file
+    sizes, ...) but not what their correctness rests on: record key = the primary key,
+    ordering field = _cdc_order, the upsert that applies changes and deletes. History
+    tables and tables taking soft deletes stay copy-on-write. -#}
 {% macro cdc_validate_hudi_options(primary_key) %}
     {%- set options = config.get('hudi_options') or {} -%}
     {%- if options is not mapping -%}
@@ -52,12 +50,18 @@
     {%- for name, value in options.items() -%}
         {%- set lowered = name | string | lower -%}
         {%- if lowered in ['type', 'hoodie.table.type', 'hoodie.datasource.write.table.type']
-                and (value | string | lower) not in ['cow', 'copy_on_write'] -%}
+                and (value | string | lower) not in ['cow', 'copy_on_write', 'mor', 'merge_on_read'] -%}
             {{ exceptions.raise_compiler_error(
-                "Model " ~ model.name ~ ": hudi_options sets " ~ name ~ " = '" ~ value ~ "'. Silver tables are "
-                ~ "copy-on-write, the table type the tests prove; merge-on-read was measured slower on every batch "
-                ~ 'and lost deleted and re-inserted keys under MERGE INTO (docs/decisions/silver-table-type.md). Remove '
-                ~ name ~ " from hudi_options.") }}
+                "Model " ~ model.name ~ ": hudi_options sets " ~ name ~ " = '" ~ value ~ "', which is not a Hudi "
+                ~ "table type. Remove it, or use 'cow' (copy-on-write) or 'mor' (merge-on-read).") }}
+        {%- elif lowered in ['type', 'hoodie.table.type', 'hoodie.datasource.write.table.type']
+                and (value | string | lower) in ['mor', 'merge_on_read']
+                and (cdc_model_config('cdc_deletes') == 'soft' or config.get('materialized') == 'cdc_history') -%}
+            {{ exceptions.raise_compiler_error(
+                "Model " ~ model.name ~ ": hudi_options sets " ~ name ~ " = '" ~ value ~ "', but history tables and "
+                ~ "tables with cdc_deletes='soft' are copy-on-write: they take deletes in MERGE INTO, which "
+                ~ "merge-on-read with event-time ordering may skip (apache/hudi#19978). Remove " ~ name
+                ~ " from hudi_options.") }}
         {%- elif lowered in ['primarykey', 'hoodie.datasource.write.recordkey.field', 'hoodie.table.recordkey.fields',
                 'precombinefield', 'hoodie.datasource.write.precombine.field', 'hoodie.table.precombine.field',
                 'hoodie.table.ordering.fields', 'orderingfields'] -%}
@@ -98,25 +102,20 @@
 {% endmacro %}
 
 
-{#- Why an existing silver table must be rebuilt from all of bronze instead of merged
-    into, or none:
-      - its first build stopped after creating silver but before its tombstones and
-        watermark (a crash);
+{#- Why an existing silver table (a current-state model's stored table, a history
+    table) must be rebuilt from all of bronze instead of merged into, or none:
+      - its first build stopped after creating it but before its watermark (a crash);
       - the model's YAML declares a column the table lacks, or a wider data_type (a
         column added upstream and then to the YAML, a widened type): merging would
         leave rows the merge does not touch without it, unlike a full refresh.
     A data_type every stored value does not convert to safely (string -> int, bigint
     -> int) stops the model with an error naming the table, column and both types.
     A column stored wider than declared (cdc_storage_type) is compared by the type it
-    was declared as when the table was built (table property `cdc.declared_types`).
-    Read both when compiling (cdc_read_watermark: the window is then all of bronze)
-    and by the materialization, so they agree. -#}
+    was declared as when the table was built (table property `cdc.declared_types`). -#}
 {% macro cdc_rebuild_reason(relation) %}
     {%- set properties = cdc_table_properties(relation) -%}
-    {%- if cdc_delete_mode() == 'hard'
-            and load_relation(cdc_tombstone_relation(relation)) is none
-            and properties.get('cdc.watermark') is none -%}
-        {{ return("it has no tombstones and no watermark (its first build stopped half way)") }}
+    {%- if properties.get('cdc.watermark') is none -%}
+        {{ return("it has no watermark (its first build stopped half way)") }}
     {%- endif -%}
     {%- set stored = {} -%}
     {%- for column in adapter.get_columns_in_relation(relation) -%}
@@ -150,22 +149,31 @@
 {% endmacro %}
 
 
-{#- An incremental build needs the tombstones (hard deletes) of an earlier build.
-    Returns true when the table is rebuilt instead (see cdc_rebuild_reason). -#}
-{% macro cdc_validate_state(existing_relation, tombstone_relation) %}
-    {%- set reason = cdc_rebuild_reason(existing_relation) -%}
+{#- Whether the build rebuilds instead of merging: the model's relation is not what this
+    layout keeps (a hard-delete model's table of the layout before the state table, its
+    state table gone), or cdc_rebuild_reason gives a reason. A soft-delete model's
+    relation that is a view is refused: it is not a table this materialization built. -#}
+{% macro cdc_validate_state(existing_relation, stored_relation) %}
+    {%- set soft = cdc_delete_mode() == 'soft' -%}
+    {%- set reason = none -%}
+    {%- if soft and existing_relation.is_view -%}
+        {{ exceptions.raise_compiler_error(
+            "Model " ~ model.name ~ ": " ~ existing_relation ~ " is a view; a model with cdc_deletes='soft' keeps "
+            ~ "its rows in a table of that name. Rebuild it: dbt build --full-refresh --select " ~ model.name) }}
+    {%- elif not soft and not existing_relation.is_view -%}
+        {%- set reason = "it is a table of an earlier layout; it becomes a view over " ~ stored_relation
+            ~ " (docs/decisions/silver-one-state-table.md)" -%}
+    {%- elif not soft and load_relation(stored_relation) is none -%}
+        {%- set reason = "its state table " ~ stored_relation ~ " is missing" -%}
+    {%- else -%}
+        {%- set reason = cdc_rebuild_reason(stored_relation) -%}
+    {%- endif -%}
     {%- if reason is not none -%}
         {{ log("WARNING " ~ model.name ~ ": rebuilding " ~ existing_relation ~ " from all of bronze: " ~ reason ~ ".",
             info=true) }}
         {{ return(true) }}
     {%- endif -%}
-    {%- if cdc_delete_mode() == 'soft' or load_relation(tombstone_relation) is not none -%}
-        {{ return(false) }}
-    {%- endif -%}
-    {{ exceptions.raise_compiler_error(
-        "Model " ~ model.name ~ ": " ~ existing_relation ~ " exists but its tombstone table "
-        ~ tombstone_relation ~ " does not (a table not built by cdc_incremental, or one whose tombstones were "
-        ~ "dropped). Rebuild it: dbt build --full-refresh --select " ~ model.name) }}
+    {{ return(false) }}
 {% endmacro %}
 
 
