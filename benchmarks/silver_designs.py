@@ -44,6 +44,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from benchmarks.measure import timed_sql
 from ingestion.spark import get_session
 
 BRONZE = "bronze.bench_public_orders"
@@ -81,6 +82,12 @@ def tblproperties(options: dict[str, str]) -> str:
     return ", ".join(f"'{k}' = '{v}'" for k, v in {**base, **options}.items())
 
 
+def state_rows(batch: str) -> str:
+    """The state table's rows from the batch's changes: a deleted key's values nulled."""
+    values = [c if c == KEY else f"case when _cdc_deleted then null else {c} end as {c}" for c in ROW_COLUMNS]
+    return f"select {', '.join(values + META_COLUMNS)}, _cdc_deleted from {batch} where _cdc_row = 'change'"
+
+
 def batch_statement(batch_sql: str, low: str | None, high: str) -> str:
     """The model's batch over the bronze commits in (low, high]."""
     body = batch_sql[batch_sql.index(" as with") + 4:] if " as with" in batch_sql else batch_sql
@@ -97,9 +104,7 @@ class Design:
         self.state = name.startswith("state")
 
     def sql(self, statement: str) -> float:
-        start = time.perf_counter()
-        self.spark.sql(statement).collect()
-        return time.perf_counter() - start
+        return timed_sql(self.spark, statement)
 
     def create(self, batch: str) -> None:
         s = self.schema
@@ -107,11 +112,8 @@ class Design:
         self.spark.sql(f"create database {s}")
         cols = ", ".join(ROW_COLUMNS + META_COLUMNS)
         if self.state:
-            nulled = ", ".join(f"case when _cdc_deleted then null else {c} end as {c}" if c != KEY else c
-                               for c in ROW_COLUMNS)
             self.sql(f"create table {s}.state using hudi tblproperties ({tblproperties(self.options)}) "
-                     f"as select {nulled}, {', '.join(META_COLUMNS)}, _cdc_deleted from {batch} "
-                     "where _cdc_row = 'change'")
+                     f"as {state_rows(batch)}")
             self.upsert_properties(f"{s}.state", UPSERT)
             self.spark.sql(f"create view {s}.orders as select {cols} from {s}.state where not _cdc_deleted")
             return
@@ -131,10 +133,8 @@ class Design:
     def apply(self, batch: str) -> dict[str, float]:
         s = self.schema
         if self.state:
-            nulled = ", ".join(f"case when _cdc_deleted then null else {c} end" if c != KEY else c for c in ROW_COLUMNS)
             return {"upsert": self.sql(
-                f"insert into {s}.state ({', '.join(ROW_COLUMNS + META_COLUMNS)}, _cdc_deleted) "
-                f"select {nulled}, {', '.join(META_COLUMNS)}, _cdc_deleted from {batch} where _cdc_row = 'change'")}
+                f"insert into {s}.state ({', '.join(ROW_COLUMNS + META_COLUMNS)}, _cdc_deleted) {state_rows(batch)}")}
         times = {}
         self.spark.sql(f"drop table if exists {s}.actions")
         times["actions"] = self.sql(f"""
@@ -197,9 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     options = {"cow": COW, "mor": mor(args.buckets, args.compact_every)}
     designs = [Design(spark, name, options[name.split("-")[1]]) for name in args.designs.split(",")]
     spark.sql("drop table if exists default.design_batch")
-    start = time.perf_counter()
-    spark.sql(f"create table default.design_batch using parquet as {batch_statement(batch_sql, None, commits[0])}")
-    print(f"first batch {time.perf_counter() - start:.1f} s", flush=True)
+    first = timed_sql(spark, f"create table default.design_batch using parquet as "
+                             f"{batch_statement(batch_sql, None, commits[0])}")
+    print(f"first batch {first:.1f} s", flush=True)
     for design in designs:
         start = time.perf_counter()
         design.create("default.design_batch")
@@ -207,9 +207,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for index, (low, high) in enumerate(zip(commits, commits[1:]), start=1):
         spark.sql("drop table if exists default.design_batch")
-        start = time.perf_counter()
-        spark.sql(f"create table default.design_batch using parquet as {batch_statement(batch_sql, low, high)}")
-        batch_seconds = time.perf_counter() - start
+        batch_seconds = timed_sql(spark, f"create table default.design_batch using parquet as "
+                                         f"{batch_statement(batch_sql, low, high)}")
         changes = spark.table("default.design_batch").where("_cdc_row = 'change'").count()
         order = designs if index % 2 else list(reversed(designs))
         for design in order:

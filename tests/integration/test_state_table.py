@@ -6,7 +6,9 @@ superseded rows are upserted back with the delete marker and their own order. Th
 proves, on real Spark and Hudi, that deletes hold across log files and a compaction:
 a delete removes the row, a late older event does not bring it back (before and after
 the compaction), a re-insert after the delete does, and a truncate removes every row
-older than it. Each step is checked against the oracle of the files landed so far."""
+older than it. Each step is checked against the oracle of the files landed so far, on
+events written here and on recorded real Debezium output (PostgreSQL: a delete, its
+Kafka tombstone, and the key inserted again)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,8 @@ import pytest
 from ingestion.pipeline import IngestConfig, run as ingest
 from tests.support import oracle
 from tests.support.lakehouse import dbt, drop_schemas, drop_tables, silver_rows
+from tests.support.paths import ROOT
+from tests.support.sink_formats import write_recorded_json
 
 pytestmark = pytest.mark.integration
 
@@ -26,6 +30,7 @@ TOPIC = "pagila.public.actor"
 VARS = json.dumps({"cdc_bronze_schema": SCHEMA})
 COLUMNS = ["actor_id", "first_name", "last_name", "last_update"]
 STATE = "actor__cdc_state"
+RECORDED_ACTOR = ROOT / "tests" / "fixtures" / "debezium" / "pagila-envelope" / "pagila.public.actor.jsonl"
 
 
 def event(op: str, lsn: int, key: int, name: str | None) -> str:
@@ -106,3 +111,43 @@ def test_deletes_hold_on_merge_on_read_across_a_compaction(spark, landing: Path)
     land_and_build(spark, landing, batches, 8, [event("t", 50, 0, None), event("c", 51, 4, "DANA")])
     assert_silver_is_oracle(spark, batches, "a truncate")
     assert [r[0] for r in spark.sql(f"select actor_id from silver.{STATE} order by 1").collect()] == [4]
+
+
+def recorded_deleted_keys(upto: int) -> dict[int, str]:
+    """actor_id -> 'd' for the keys whose latest recorded event up to offset `upto` is a
+    delete, read from the fixture itself (its Kafka tombstones carry no event)."""
+    latest: dict[int, str] = {}
+    for line in RECORDED_ACTOR.read_text().splitlines():
+        record = json.loads(line)
+        if record["offset"] > upto or record["value"] is None:
+            continue
+        payload = json.loads(record["value"])["payload"]
+        latest[(payload["after"] or payload["before"])["actor_id"]] = payload["op"]
+    return {key: op for key, op in latest.items() if op == "d"}
+
+
+def test_recorded_debezium_delete_and_reinsert_on_merge_on_read(spark, landing: Path):
+    """Real pgoutput records of actor: inserts and updates, then a delete with its Kafka
+    tombstone, a compaction, then the deleted key inserted again."""
+    files = sorted(write_recorded_json(RECORDED_ACTOR, landing / "recorded", records_per_file=1),
+                   key=lambda path: int(path.stem.rsplit("+", 1)[1]))
+    topics = landing / "landing" / "topics"
+    delete_offset = next(i for i, line in enumerate(RECORDED_ACTOR.read_text().splitlines())
+                         if json.loads(line)["value"] and json.loads(json.loads(line)["value"])["payload"]["op"] == "d")
+    for upto in (delete_offset - 1, delete_offset + 1, len(files) - 1):
+        for path in files:
+            if int(path.stem.rsplit("+", 1)[1]) <= upto:
+                target = topics / path.parent.parent.name / path.parent.name / path.name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(path.read_bytes())
+        summary = ingest(spark, IngestConfig(input_uri=str(topics), bronze_schema=SCHEMA))
+        assert summary.quarantined == 0, summary.render()
+        dbt("run", "--select", "actor", "--vars", VARS)
+        if upto == delete_offset + 1:
+            compacted = spark.sql(f"call run_compaction(op => 'scheduleAndExecute', table => 'silver.{STATE}', "
+                                  "options => 'hoodie.compact.inline.max.delta.commits=1')").collect()
+            assert compacted, "no compaction ran"
+        expected = oracle.expected_current_state(oracle.files_in([topics], "actor"), "actor")
+        assert silver_rows(spark, "actor", COLUMNS, ["actor_id"]) == expected, f"up to offset {upto}"
+        assert deleted_keys(spark) == recorded_deleted_keys(upto), f"up to offset {upto}"
+    assert recorded_deleted_keys(delete_offset + 1), "the fixture has no delete: the test would prove nothing"

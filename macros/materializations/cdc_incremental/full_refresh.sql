@@ -35,6 +35,12 @@
 {% endmacro %}
 
 
+{#- The state table's columns: the model's row columns, the CDC metadata, `_cdc_deleted`. -#}
+{% macro cdc_state_columns() %}
+    {{ return(cdc_model_columns() | map(attribute='name') | list + cdc_metadata_columns() + ['_cdc_deleted']) }}
+{% endmacro %}
+
+
 {#- A state table row from a batch row (alias `alias`): the row columns `columns`
     (a deleted key's nulled, but its primary key), the CDC metadata, `_cdc_deleted`. -#}
 {% macro cdc_state_values(columns, primary_key, alias) -%}

@@ -9,18 +9,15 @@
     are read from the stored rows, for the keys that have them. -#}
 {% macro cdc_merge(state_relation, batch, primary_key) %}
     {%- set columns = cdc_model_columns() | map(attribute='name') | list -%}
-    {%- set unavailable = cdc_batch_unavailable_columns(batch) -%}
-    {%- set counts = run_query('select count(*), count_if(_cdc_deleted) from ' ~ batch
-        ~ " where _cdc_row = 'change'").rows[0] -%}
-    {%- if counts[0] > 0 -%}
+    {%- set changes = cdc_batch_changes(batch) -%}
+    {%- if changes.count > 0 -%}
         {%- call statement('cdc_upsert_state') -%}
-            insert into {{ state_relation }}
-                (`{{ (columns + cdc_metadata_columns() + ['_cdc_deleted']) | join('`, `') }}`)
+            insert into {{ state_relation }} (`{{ cdc_state_columns() | join('`, `') }}`)
             select {{ cdc_state_values(columns, primary_key, 'change') }}
             from (
                 select
                     {%- for name in columns %}
-                    {%- if name in unavailable %}
+                    {%- if name in changes.unavailable %}
                     case
                         when array_contains(batch._cdc_unavailable, '{{ name }}') then stored.`{{ name }}`
                         else batch.`{{ name }}`
@@ -34,7 +31,7 @@
                     {%- endfor %}
                     batch._cdc_deleted
                 from {{ batch }} as batch
-                {%- if unavailable %}
+                {%- if changes.unavailable %}
                 left join {{ state_relation }} as stored
                     on {{ cdc_key_join('batch', 'stored', primary_key) }}
                 {%- endif %}
@@ -42,23 +39,23 @@
             ) as change
         {%- endcall -%}
     {%- endif -%}
-    {{ return('changes=' ~ counts[0] ~ ' deletes=' ~ counts[1]) }}
+    {{ return('changes=' ~ changes.count ~ ' deletes=' ~ changes.deletes) }}
 {% endmacro %}
 
 
-{#- The names of the columns for which some live change in `batch` has no value, only
-    Debezium's unchanged-TOAST placeholder (`_cdc_unavailable`): only these take the
-    stored value, so the actions' join reads no other variable-length column of silver
-    (its widest ones, which made the actions table slow to build with wide rows:
-    docs/decisions/silver-upsert.md). A delete's values are never written
+{#- The batch's changes in one query: how many (`count`), how many of them deletes
+    (`deletes`), and the names of the columns for which some live change has no value,
+    only Debezium's unchanged-TOAST placeholder (`unavailable`, from `_cdc_unavailable`):
+    only these take the stored value, so the upsert reads no other column of the state
+    table, and none at all when the list is empty. A delete's values are never written
     (`_cdc_unavailable` names every column of a key whose events are all deletes), so
-    deletes are left out. -#}
-{% macro cdc_batch_unavailable_columns(batch) %}
-    {{ return(run_query(
-        'select distinct unavailable._cdc_column_name from ' ~ batch ~ ' as batch'
-        ~ ' lateral view explode(batch._cdc_unavailable) unavailable as _cdc_column_name'
-        ~ " where batch._cdc_row = 'change' and not coalesce(batch._cdc_deleted, false)"
-    ).columns[0].values() | list) }}
+    deletes are left out of it. The names come back as JSON text, whatever they hold. -#}
+{% macro cdc_batch_changes(batch) %}
+    {%- set row = run_query(
+        'select count(*), count_if(_cdc_deleted), to_json(array_sort(array_distinct(flatten(collect_list('
+        ~ 'case when not coalesce(_cdc_deleted, false) then _cdc_unavailable end))))) from ' ~ batch
+        ~ " where _cdc_row = 'change'").rows[0] -%}
+    {{ return({'count': row[0], 'deletes': row[1], 'unavailable': fromjson(row[2])}) }}
 {% endmacro %}
 
 

@@ -39,7 +39,7 @@
         {%- endcall -%}
         {{ return(true) }}
     {%- endif -%}
-    {%- set columns = cdc_model_columns() | map(attribute='name') | list + cdc_metadata_columns() + ['_cdc_deleted'] -%}
+    {%- set columns = cdc_state_columns() -%}
     {%- call statement('cdc_apply_resets') -%}
         insert into {{ stored_relation }} (`{{ columns | join('`, `') }}`)
         select
