@@ -201,7 +201,7 @@ class Bench:
 
     def events_in(self, segment: str) -> int:
         counts = self.manifest["counts"][segment]
-        return counts["c"] + counts["u"] + counts["d"]
+        return sum(counts.get(op, 0) for op in "rcud")
 
     def empty_topics(self) -> Path:
         """A sink's `topics/` folder with no files in it."""

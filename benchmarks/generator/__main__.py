@@ -27,6 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keys", type=int, required=True)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--delete-share", type=float, default=0.05, help="share of deletes among events on live keys")
+    ap.add_argument("--snapshot", action="store_true", help="start with an initial snapshot: every key read once (op r)")
     ap.add_argument("--row-bytes", type=int, default=200, help="length of the text column (row width)")
     ap.add_argument("--shape", choices=["envelope", "flattened"], default="envelope")
     ap.add_argument("--wrapped", action="store_true", help="JsonConverter schemas.enable=true")
@@ -45,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--produce needs --kafka")
     segments = args.segment or [("all", args.events)]
     try:
-        config = StreamConfig(args.events, args.keys, args.seed, args.delete_share, args.row_bytes)
+        config = StreamConfig(args.events, args.keys, args.seed, args.delete_share, args.row_bytes, snapshot=args.snapshot)
         layout = Layout(args.shape, args.wrapped, args.partitions, args.records_per_file)
         check_segments(config, segments)
     except ValueError as exc:

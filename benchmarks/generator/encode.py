@@ -60,7 +60,7 @@ def _key_only_row(key: int) -> str:
 
 def _source(ev: Event) -> str:
     return (f'{{"version":"{debezium.CONNECTOR_VERSION}","connector":"postgresql","name":"{SERVER}",'
-            f'"ts_ms":{ev.commit_us // 1000},"snapshot":"false","db":"{DATABASE}",'
+            f'"ts_ms":{ev.commit_us // 1000},"snapshot":"{"true" if ev.op == "r" else "false"}","db":"{DATABASE}",'
             f'"sequence":"[\\"{ev.last_commit_lsn}\\",\\"{ev.lsn}\\"]","ts_us":{ev.commit_us},'
             f'"ts_ns":{ev.commit_us * 1000},"schema":"{PG_SCHEMA}","table":"{TABLE}",'
             f'"txId":{ev.tx_id},"lsn":{ev.lsn},"xmin":null}}')

@@ -96,7 +96,7 @@ def stream_records(
     stream: Iterator = events(config)
     live = 0
     for name, n in segments:
-        ops = counts.setdefault(name, {"c": 0, "u": 0, "d": 0, "records": 0, "live_keys_after": 0})
+        ops = counts.setdefault(name, {"r": 0, "c": 0, "u": 0, "d": 0, "records": 0, "live_keys_after": 0})
         for _ in range(n):
             ev = next(stream)
             partition = partition_of(ev.key, layout.partitions)
@@ -104,7 +104,7 @@ def stream_records(
                 yield Record(name, partition, ev.key, line)
                 ops["records"] += 1
             ops[ev.op] += 1
-            live += {"c": 1, "u": 0, "d": -1}[ev.op]
+            live += {"r": 1, "c": 1, "u": 0, "d": -1}[ev.op]
         ops["live_keys_after"] = live
 
 

@@ -43,10 +43,15 @@ class StreamConfig:
     delete_share: float = 0.05  # of the events on a live key; the rest are updates
     row_bytes: int = 200  # length of the `note` column, the knob for row width
     tx_max: int = 4  # events per source transaction: 1..tx_max, sharing ts_ms and txId
+    # Start with Debezium's initial snapshot: one read (op r) of every key, in key order,
+    # so silver holds `keys` rows from the first build on (the silver-size case).
+    snapshot: bool = False
 
     def __post_init__(self) -> None:
         if self.events < 1 or self.keys < 1:
             raise ValueError(f"events and keys must be >= 1 (got events={self.events}, keys={self.keys})")
+        if self.snapshot and self.events < self.keys:
+            raise ValueError(f"a snapshot reads every key: events must be >= keys (got {self.events} < {self.keys})")
         if not 0 <= self.delete_share < 1:
             raise ValueError(f"delete_share must be in [0, 1) (got {self.delete_share})")
         if self.row_bytes < 0 or self.tx_max < 1:
@@ -54,7 +59,7 @@ class StreamConfig:
 
 
 class Event(NamedTuple):
-    op: str  # c, u or d
+    op: str  # r (snapshot read), c, u or d
     key: int
     version: int  # the row version after the event (for d: the version deleted)
     lsn: int
@@ -83,7 +88,9 @@ def row_values(key: int, version: int, row_bytes: int) -> tuple[int, int, str, i
 def events(config: StreamConfig) -> Iterator[Event]:
     """The stream, in source commit order: keys drawn uniformly from [0, keys); a key
     that is not alive gets an insert, a live one an update or (delete_share) a delete.
-    A re-insert after a delete continues the key's version count."""
+    A re-insert after a delete continues the key's version count. With `snapshot`, every
+    key is first read once (op r), all at the snapshot's LSN and transaction, as
+    Debezium's initial snapshot reports them."""
     rng = random.Random(config.seed)
     version = array("I", bytes(4 * config.keys))
     alive = bytearray(config.keys)
@@ -91,6 +98,13 @@ def events(config: StreamConfig) -> Iterator[Event]:
     tx_id = 1_000
     clock_us = START_US
     emitted = 0
+    if config.snapshot:
+        tx_id += 1
+        for key in range(config.keys):
+            version[key] = 1
+            alive[key] = 1
+            yield Event("r", key, 1, lsn, lsn, tx_id, clock_us, clock_us + 1_000)
+        emitted = config.keys
     while emitted < config.events:
         tx_id += 1
         clock_us += rng.randrange(200, 20_000)

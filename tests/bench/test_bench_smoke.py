@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -96,3 +97,37 @@ def test_silver_index_measures_every_setting(spark, tmp_path):
     file_groups = {r["setting"]: int(float(r["median"])) for r in rows if r["measure"] == "file_groups"}
     assert file_groups == {s: 4 if "BUCKET" in s else 1 for s in silver_index.SETTINGS}, file_groups
     assert not spark.sql(f"show tables in {silver_index.SCHEMA} like 'silver_index*'").collect()
+
+
+def test_silver_size_warm_steps_run_and_agree(spark, tmp_path, run_dir):
+    """The silver-size case's warm steps (benchmarks/silver_size.py `warm`) in the test
+    session on a toy stream: every build and gold query measured, the forced compaction
+    leaves no delta commit pending, and silver equals the full recompute and the
+    generator's live keys (the case's `dbt test`)."""
+    from benchmarks import silver_size
+    from benchmarks.generator import Layout, StreamConfig, write_segments
+    from tests.support.lakehouse import dbt_invoke, drop_schemas
+
+    scale = replace(silver_size.SIZE_SCALES["smoke"], cold_batches=())  # no cold process here
+    plan = silver_size.segments(scale, scale.keys[0])
+    manifest = write_segments(StreamConfig(events=sum(n for _, n in plan), keys=scale.keys[0], snapshot=True),
+                              Layout(records_per_file=scale.records_per_file), plan, tmp_path / "streams")
+    # the bench project keeps its parse apart from the main project's
+    target = ("--target-path", str(run_dir / "dbt-target-bench"))
+    drop_schemas(spark, ["bronze", "silver", "reference"])
+    try:
+        seconds = silver_size.warm(spark, tmp_path / "streams", list(scale.batches), scale.runs, first=True,
+                                   dbt_args=target)
+        assert [f"incremental_{b}" for b in scale.batches] == [k for k in seconds if k.startswith("incremental_")]
+        assert len(seconds["runs"]) == scale.runs
+        # the state table compacts itself every 5 delta commits, and the forced compaction leaves none
+        assert all(0 <= r["pending_delta_commits"] < 5 for r in seconds["runs"]), seconds["runs"]
+        assert seconds["pending_delta_commits_after_compaction"] == 0, seconds
+        assert all(seconds[k] > 0 for k in ("no_new_data", "gold_after_runs", "gold_after_compaction",
+                                            "full_recompute")), seconds
+        live = list(manifest["counts"].values())[-1]["live_keys_after"]
+        checked = dbt_invoke("test", "--vars", f"{{bench_live_keys: {live}}}", *target,
+                             project=silver_size.BENCH_DBT)
+        assert checked.success and len(checked.result) == 2, checked.result
+    finally:
+        drop_schemas(spark, ["bronze", "silver", "reference"])

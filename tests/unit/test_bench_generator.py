@@ -25,7 +25,7 @@ def _reference_event(ev: stream.Event, row_bytes: int) -> dict:
     row["order_date"] = date(1970, 1, 1) + timedelta(days=row["order_date"])
     row["updated_at"] = datetime(1970, 1, 1) + timedelta(microseconds=row["updated_at"])
     return {
-        "table": stream.TABLE, "op": ev.op, "snapshot": "false",
+        "table": stream.TABLE, "op": ev.op, "snapshot": "true" if ev.op == "r" else "false",
         "before": row if ev.op == "d" else None, "after": None if ev.op == "d" else row,
         "lsn": ev.lsn, "last_commit_lsn": ev.last_commit_lsn, "txId": ev.tx_id,
         "source_ts_us": ev.commit_us, "ts_us": ev.emitted_us,
@@ -42,8 +42,9 @@ def _renamed(value):
 
 @pytest.mark.parametrize("shape", encode.SHAPES)
 @pytest.mark.parametrize("wrapped", [False, True])
-def test_every_record_equals_the_reference_builder(shape, wrapped):
-    config = StreamConfig(events=400, keys=40, delete_share=0.3, row_bytes=30)
+@pytest.mark.parametrize("snapshot", [False, True])
+def test_every_record_equals_the_reference_builder(shape, wrapped, snapshot):
+    config = StreamConfig(events=400, keys=40, delete_share=0.3, row_bytes=30, snapshot=snapshot)
     schema = encode.schema_json(shape) if wrapped else None
     ops = Counter()
     for ev in stream.events(config):
@@ -53,6 +54,22 @@ def test_every_record_equals_the_reference_builder(shape, wrapped):
         assert json.loads(lines[0]) == expected, (ev, lines[0])
         assert lines[1:] == (["null"] if shape == encode.ENVELOPE and ev.op == "d" else [])
     assert ops["c"] and ops["u"] and ops["d"]
+    assert ops["r"] == (40 if snapshot else 0)
+
+
+def test_snapshot_reads_every_key_once_then_changes_them():
+    """With a snapshot the stream opens with one read of each key, in key order, then goes
+    on as without one, every key alive: the first change of a key is an update or a delete."""
+    evs = list(stream.events(StreamConfig(events=500, keys=100, delete_share=0.2, snapshot=True)))
+    assert [(ev.op, ev.key, ev.version) for ev in evs[:100]] == [("r", k, 1) for k in range(100)]
+    assert len({ev.lsn for ev in evs[:100]}) == 1 and evs[100].lsn > evs[0].lsn
+    seen: set[int] = set()
+    for ev in evs[100:]:
+        if ev.key not in seen:
+            assert ev.op in ("u", "d"), ev
+            seen.add(ev.key)
+    with pytest.raises(ValueError, match="events must be >= keys"):
+        StreamConfig(events=99, keys=100, snapshot=True)
 
 
 def test_versions_follow_each_key():

@@ -1,0 +1,69 @@
+"""The silver-size case's plan and targets: each ratio is taken from its own rows, and the
+results files say what was measured (benchmarks/silver_size.py; `make bench` runs it)."""
+
+from __future__ import annotations
+
+import csv
+
+from benchmarks import silver_size
+from benchmarks.silver_size import SizeScale
+
+SCALE = SizeScale("t", keys=(100, 1_000), batches=(10, 100), runs=2, run_batch=5)
+
+
+def test_segments_open_with_the_snapshot_and_name_every_measured_batch():
+    assert silver_size.segments(SCALE, 1_000) == [
+        ("snapshot", 1_000), ("cold_10", 10), ("cold_100", 100), ("warm_up", 5), ("warm_10", 10), ("warm_100", 100),
+        ("run_01", 5), ("run_02", 5)]
+    only_small = SizeScale("t", keys=(100,), batches=(10, 100), runs=1, run_batch=5, cold_batches=(10,))
+    assert [name for name, _ in silver_size.segments(only_small, 100)][:3] == ["snapshot", "cold_10", "warm_up"]
+
+
+def _rows() -> list[dict]:
+    rows = []
+    for keys, scale_up in ((100, 1.0), (1_000, 1.2)):
+        def add(mode, step, events, seconds, **extra):
+            rows.append({"silver_keys": keys, "mode": mode, "step": step, "events": events, "seconds": seconds,
+                         **extra})
+        # a cold row of the same batch must not be taken for the warm one
+        add("cold", "incremental", 10, 50.0)
+        add("warm", "incremental", 10, 2.0 * scale_up)
+        add("warm", "incremental", 100, 10.0 * scale_up)
+        add("warm", "gold query after build 1", 0, 3.0, pending_delta_commits=1)
+        add("warm", "gold query after build 2", 0, 1.5, pending_delta_commits=2)
+        add("warm", "gold query after 2 builds (median of 3)", 0, 1.2, pending_delta_commits=2)
+        add("warm", "gold query after compaction (median of 3)", 0, 1.0, pending_delta_commits=0)
+        add("warm", "full recompute (reference)", 1_200, 60.0 * scale_up)
+    return rows
+
+
+def test_each_ratio_comes_from_its_own_rows():
+    found = {t.what: (t.value, t.met) for t in silver_size.targets(_rows(), SCALE)}
+    assert found == {
+        "1,000 silver keys, warm: 10 changes / full recompute": (round(2.4 / 72.0, 3), True),
+        "1,000 silver keys, warm: 100 changes / full recompute": (round(12.0 / 72.0, 3), True),
+        "1,000 silver keys, warm: 10 changes / 100 changes": (0.2, True),
+        "warm 10 changes: 1,000 / 100 silver keys": (1.2, True),
+        "100 silver keys: gold query after 2 builds / after compaction": (1.2, True),
+        "100 silver keys: slowest gold query of the 2 builds / after compaction": (3.0, None),
+        "1,000 silver keys: gold query after 2 builds / after compaction": (1.2, True),
+        "1,000 silver keys: slowest gold query of the 2 builds / after compaction": (3.0, None),
+    }
+
+
+def test_a_missing_row_is_reported_unmeasured_not_met():
+    rows = [r for r in _rows() if not (r["silver_keys"] == 1_000 and r["step"].startswith("full recompute"))]
+    found = {t.what: (t.value, t.met) for t in silver_size.targets(rows, SCALE)}
+    assert found["1,000 silver keys, warm: 10 changes / full recompute"] == (None, None)
+
+
+def test_results_files_hold_every_row_and_the_targets(tmp_path):
+    rows = _rows()
+    silver_size.write(rows, SCALE, "local[2]", tmp_path)
+    with open(tmp_path / "silver_size.csv") as f:
+        written = list(csv.DictReader(f))
+    assert [(int(r["silver_keys"]), r["mode"], r["step"], float(r["seconds"])) for r in written] == [
+        (r["silver_keys"], r["mode"], r["step"], r["seconds"]) for r in rows]
+    text = (tmp_path / "silver_size.md").read_text()
+    assert "| 1,000 silver keys, warm: 10 changes / 100 changes | 0.2 | <= 0.25 | yes |" in text
+    assert text.count("\n| 1,000 | warm |") == 7
