@@ -94,7 +94,8 @@
     (nulls), true (the event's own values) or 'grouped' (in cdc_latest_per_key's
     aggregation, where a rejected event is a group of its own: max is its value). -#}
 {% macro cdc_special_row_columns(reset=false, rejected=false) -%}
-    {%- for name in ['_cdc_truncated_before', '_cdc_snapshot_position', '_cdc_snapshot_offsets'] %}
+    {%- for name in ['_cdc_truncated_before', '_cdc_snapshot_position', '_cdc_snapshot_offsets',
+            '_cdc_reset_groups'] %}
     {{ name if reset else 'cast(null as string) as ' ~ name }},
     {%- endfor %}
     {%- for value, name, data_type in [

@@ -16,9 +16,11 @@
     One row: _cdc_truncated_before (an ordering key), _cdc_snapshot_position (the source
     log position part of an ordering key) and _cdc_snapshot_offsets ('partition:offset,...',
     the snapshot's last offset per Kafka partition); each null when there is none. -#}
-{% macro cdc_resets(change_log) %}
+{% macro cdc_resets(change_log, stored_groups=none) %}
     {#- one scan of the change log: the t/r events grouped by source position and Kafka
-        partition, then one row from those few groups -#}
+        partition, then one row from those few groups. `stored_groups` (the groups of the
+        table's earlier builds, from `_cdc_reset_groups`): `change_log` is only the
+        window, and its groups are merged with them (every figure of a group is a max). -#}
     select
         max(truncated_before) as _cdc_truncated_before,
         max(snapshot_position) as _cdc_snapshot_position,
@@ -27,27 +29,62 @@
                 when position = snapshot_position
                     then concat(cast(_partition as string), ':', cast(last_offset as string))
             end
-        )), ','), '') as _cdc_snapshot_offsets
+        )), ','), '') as _cdc_snapshot_offsets,
+        -- the groups a later build still needs: the newest truncate's, and those of
+        -- snapshots at or after the newest complete one (one may complete later)
+        to_json(array_sort(collect_list(
+            case
+                when truncated_before = newest_truncate
+                    or (last_offset is not null and position >= coalesce(snapshot_position, ''))
+                    then named_struct(
+                        'position', position,
+                        'partition', _partition,
+                        'truncated_before', truncated_before,
+                        'complete_snapshot_position', complete_snapshot_position,
+                        'last_offset', last_offset
+                    )
+            end
+        ))) as _cdc_reset_groups
     from (
         select
             *,
-            max(complete_snapshot_position) over () as snapshot_position
+            max(complete_snapshot_position) over () as snapshot_position,
+            max(truncated_before) over () as newest_truncate
         from (
             select
-                {{ cdc_source_position(cdc_ordering_key()) }} as position,
+                position,
                 _partition,
-                max(case when _op = 't' then {{ cdc_ordering_key() }} end) as truncated_before,
-                max(case when _op = 'r' and _source_snapshot in ('last', 'last_in_data_collection')
-                    then {{ cdc_source_position(cdc_ordering_key()) }} end) as complete_snapshot_position,
-                max(case when _op = 'r' and coalesce(_source_snapshot, '') not in ('false', 'incremental')
-                    then _offset end) as last_offset
-            from {{ change_log }}
-            where _op in ('t', 'r')
-                {%- if cdc_ignores_deletes() %}
-                -- cdc_deletes: ignore (an insert-only log): nothing is superseded
-                and false
-                {%- endif %}
-            group by 1, 2
+                max(truncated_before) as truncated_before,
+                max(complete_snapshot_position) as complete_snapshot_position,
+                max(last_offset) as last_offset
+            from (
+                select
+                    {{ cdc_source_position(cdc_ordering_key()) }} as position,
+                    _partition,
+                    max(case when _op = 't' then {{ cdc_ordering_key() }} end) as truncated_before,
+                    max(case when _op = 'r' and _source_snapshot in ('last', 'last_in_data_collection')
+                        then {{ cdc_source_position(cdc_ordering_key()) }} end) as complete_snapshot_position,
+                    max(case when _op = 'r' and coalesce(_source_snapshot, '') not in ('false', 'incremental')
+                        then _offset end) as last_offset
+                from {{ change_log }}
+                where _op in ('t', 'r')
+                    {%- if cdc_ignores_deletes() %}
+                    -- cdc_deletes: ignore (an insert-only log): nothing is superseded
+                    and false
+                    {%- endif %}
+                group by 1, 2
+                {%- for group in stored_groups or [] %}
+                union all
+                select
+                    {#- to_json leaves null fields out: a missing field is null -#}
+                    {{ cdc_string_literal(group.get('position')) }},
+                    cast({{ cdc_string_literal(group.get('partition')) }} as int),
+                    {{ cdc_string_literal(group.get('truncated_before')) }},
+                    {{ cdc_string_literal(group.get('complete_snapshot_position')) }},
+                    cast({{ cdc_string_literal(group.get('last_offset')) }} as bigint)
+                {%- endfor %}
+            ) as window_and_stored_groups
+            group by position, _partition
         ) as reset_groups
     ) as reset_groups_with_snapshot
 {% endmacro %}

@@ -59,11 +59,13 @@
       cdc_change_log      all of bronze
       cdc_window          bronze rows of commits after `watermark` (all when none)
       cdc_resets          one row: the truncate and complete snapshot that supersede
-                          older events (cdc_resets, over all of bronze)
+                          older events (cdc_resets, over all of bronze; with
+                          `reset_groups`, the groups of all bronze before the window
+                          that a build stored, over the window only)
       cdc_change_events   the window decoded to the model's columns (cdc_change_events)
       cdc_latest_per_key  the latest event per key, plus rejected events and the reset
                           row, tagged by `_cdc_row` (cdc_latest_per_key) -#}
-{% macro cdc_stages(change_log, watermark) -%}
+{% macro cdc_stages(change_log, watermark, reset_groups=none) -%}
     with
     cdc_change_log as (
         select * from {{ change_log }}
@@ -73,7 +75,8 @@
         where {{ cdc_window_predicate(watermark) }}
     ),
     cdc_resets as (
-        {{ cdc_resets('cdc_change_log') }}
+        {{ cdc_resets('cdc_change_log', none) if reset_groups is none or watermark is none
+            else cdc_resets('cdc_window', reset_groups) }}
     ),
     cdc_change_events as (
         {{ cdc_change_events('cdc_window', 'cdc_resets') }}

@@ -19,7 +19,7 @@ import pytest
 
 from ingestion.pipeline import IngestConfig, run as ingest
 from tests.support import oracle
-from tests.support.lakehouse import dbt, drop_schemas, drop_tables, silver_rows
+from tests.support.lakehouse import dbt, dbt_invoke, drop_schemas, drop_tables, silver_rows
 from tests.support.paths import ROOT
 from tests.support.sink_formats import write_recorded_json
 
@@ -33,10 +33,10 @@ STATE = "actor__cdc_state"
 RECORDED_ACTOR = ROOT / "tests" / "fixtures" / "debezium" / "pagila-envelope" / "pagila.public.actor.jsonl"
 
 
-def event(op: str, lsn: int, key: int, name: str | None) -> str:
+def event(op: str, lsn: int, key: int, name: str | None, snapshot: str = "false") -> str:
     image = {"actor_id": key, "first_name": name, "last_name": "DOE", "last_update": 1_700_000_000_000_000 + lsn}
     source = {"connector": "postgresql", "db": "pagila", "schema": "public", "table": "actor", "lsn": lsn,
-              "txId": lsn, "ts_ms": 1_700_000_000_000 + lsn, "snapshot": "false"}
+              "txId": lsn, "ts_ms": 1_700_000_000_000 + lsn, "snapshot": snapshot}
     before, after = (image, None) if op == "d" else (None, image)
     if op == "t":
         before = after = None
@@ -51,9 +51,11 @@ def landing(spark, tmp_path: Path):
     drop_tables(spark, [("silver", "actor" + s) for s in ("", "__cdc_state", "__cdc_rejected")])
 
 
-def land_and_build(spark, root: Path, batches: list[Path], offset: int, lines: list[str]) -> None:
+def land_and_build(spark, root: Path, batches: list[Path], offset: int, lines: list[str],
+                   expect_failure: bool = False) -> None:
     """One sink file of `lines` at `offset`, kept in its own batch folder for the oracle,
-    landed with everything before it; then the incremental build of actor."""
+    landed with everything before it; then the incremental build of actor (not when
+    `expect_failure`: the caller runs it)."""
     batch = root / "batches" / str(len(batches))
     for folder in (batch, root / "landing"):
         partition = folder / "topics" / TOPIC / "partition=0"
@@ -62,7 +64,8 @@ def land_and_build(spark, root: Path, batches: list[Path], offset: int, lines: l
     batches.append(batch)
     summary = ingest(spark, IngestConfig(input_uri=str(root / "landing" / "topics"), bronze_schema=SCHEMA))
     assert summary.quarantined == 0, summary.render()
-    dbt("run", "--select", "actor", "--vars", VARS)
+    if not expect_failure:
+        dbt("run", "--select", "actor", "--vars", VARS)
 
 
 def assert_silver_is_oracle(spark, batches: list[Path], what: str) -> None:
@@ -151,3 +154,59 @@ def test_recorded_debezium_delete_and_reinsert_on_merge_on_read(spark, landing: 
         assert silver_rows(spark, "actor", COLUMNS, ["actor_id"]) == expected, f"up to offset {upto}"
         assert deleted_keys(spark) == recorded_deleted_keys(upto), f"up to offset {upto}"
     assert recorded_deleted_keys(delete_offset + 1), "the fixture has no delete: the test would prove nothing"
+
+
+def stored_reset_groups(spark) -> list[dict]:
+    return json.loads(dict(spark.sql(f"show tblproperties silver.{STATE}").collect())["cdc.reset_groups"])
+
+
+def last_batch_resets_source(run_dir: Path) -> str:
+    """What the cdc_resets stage of the last batch statement in dbt's log reads from."""
+    log = (run_dir / "dbt-logs" / "dbt.log").read_text()
+    stage = log[log.rindex("cdc_resets as ("):]
+    return stage[stage.index("from cdc_"):].split()[1]
+
+
+def test_resets_come_from_the_window_and_the_groups_earlier_builds_kept(spark, landing: Path, run_dir: Path):
+    """An incremental build finds resets in its window only, merged with the reset groups
+    earlier builds kept (`cdc.reset_groups`), not by scanning all of bronze: a
+    re-snapshot whose reads span two builds completes in the second and removes the row
+    it no longer holds; a truncate and a change after it follow. Each build equals the
+    oracle, and the last the full refresh."""
+    batches: list[Path] = []
+    land_and_build(spark, landing, batches, 0, [event("c", 10, 1, "ANNA"), event("c", 11, 2, "BOB"),
+                                                event("c", 12, 3, "CARL")])
+    assert stored_reset_groups(spark) == []
+
+    # a connector reset's snapshot reads keys 1 and 2 (not 3) at one position; its last
+    # read lands in the next build
+    land_and_build(spark, landing, batches, 3, [event("r", 50, 1, "ANNA", "first")])
+    assert last_batch_resets_source(run_dir) == "cdc_window"
+    assert_silver_is_oracle(spark, batches, "an incomplete snapshot supersedes nothing yet")
+    [group] = stored_reset_groups(spark)
+    assert (group["partition"], group["last_offset"], group.get("complete_snapshot_position")) == (0, 3, None), group
+
+    land_and_build(spark, landing, batches, 4, [event("r", 50, 2, "BOB", "last")])
+    assert last_batch_resets_source(run_dir) == "cdc_window"
+    assert_silver_is_oracle(spark, batches, "the snapshot completed in a later build")
+    assert [r["actor_id"] for r in silver_rows(spark, "actor", ["actor_id"], ["actor_id"])] == [1, 2]
+    [group] = stored_reset_groups(spark)
+    assert (group["last_offset"], group["complete_snapshot_position"]) == (4, group["position"]), group
+
+    land_and_build(spark, landing, batches, 5, [event("t", 60, 0, None)])
+    land_and_build(spark, landing, batches, 6, [event("c", 70, 4, "DORA")])
+    assert_silver_is_oracle(spark, batches, "a truncate, then a new row")
+    assert ["truncated_before" in g for g in stored_reset_groups(spark)] == [False, True]
+
+    incremental, groups = silver_rows(spark, "actor", COLUMNS, ["actor_id"]), stored_reset_groups(spark)
+    dbt("run", "--select", "actor", "--vars", VARS, "--full-refresh")
+    assert last_batch_resets_source(run_dir) == "cdc_change_log"
+    assert silver_rows(spark, "actor", COLUMNS, ["actor_id"]) == incremental
+    assert stored_reset_groups(spark) == groups  # all of bronze grouped at once: the same groups
+
+    # a property that is not ours fails the build with the way out, before anything is written
+    spark.sql(f"alter table silver.{STATE} set tblproperties ('cdc.reset_groups' = '{{\"position\": 1}}')")
+    land_and_build(spark, landing, batches, 7, [event("c", 80, 5, "EVE")], expect_failure=True)
+    result = dbt_invoke("run", "--select", "actor", "--vars", VARS)
+    assert not result.success and "malformed cdc.reset_groups" in str(result.result), result.result
+    assert "dbt build --full-refresh --select actor" in str(result.result)

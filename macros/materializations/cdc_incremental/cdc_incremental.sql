@@ -49,9 +49,12 @@
 
     {#- The batch, evaluated once: every later step reads the same rows even while
         ingestion commits to bronze. -#}
-    {%- set batch_sql = cdc_model_batch_sql(sql, cdc_stages(cdc_source_relation(), watermark)) -%}
+    {#- Resets are found over the window only, merged with the groups earlier builds
+        kept, so a build does not scan all of bronze (cdc_resets). -#}
+    {%- set stored_groups = cdc_stored_reset_groups(stored_relation, properties.get('cdc.reset_groups')) -%}
+    {%- set batch_sql = cdc_model_batch_sql(sql, cdc_stages(cdc_source_relation(), watermark, stored_groups)) -%}
     {%- set batch = cdc_create_work_table(target_relation, 'batch', batch_sql) -%}
-    {%- set resets = cdc_batch_resets(batch) -%}
+    {%- set resets, reset_groups = cdc_batch_resets(batch, with_groups=true) -%}
     {%- if full_refresh -%}
         {%- set result = cdc_full_refresh(target_relation, stored_relation, existing_relation, batch, primary_key) -%}
     {%- else -%}
@@ -66,7 +69,7 @@
         {%- set result = result ~ (' reset' if reset else '') -%}
     {%- endif -%}
     {%- do cdc_finish_build(target_relation, stored_relation, batch, primary_key, full_refresh, resets,
-        properties.get('cdc.resets')) -%}
+        properties.get('cdc.resets'), reset_groups, properties.get('cdc.reset_groups')) -%}
 
     {%- call noop_statement('main', result, 'OK') -%}{%- endcall -%}
 
@@ -79,12 +82,15 @@
 {#- The last steps of a build (cdc_incremental, cdc_history) once its table is written:
     keep the rejected events (next to the model's relation `target_relation`), record
     the resets (`applied`: the stored table's cdc.resets when the build began, none after
-    a full refresh) and the watermark on the stored table `stored_relation`, drop the
-    batch. The watermark comes last: a build that stops before it reads its window
-    again. -#}
-{% macro cdc_finish_build(target_relation, stored_relation, batch, primary_key, full_refresh, resets, applied) %}
+    a full refresh; with `reset_groups`, the groups for the next build's cdc_resets, and
+    `applied_groups` as stored) and the watermark on the stored table `stored_relation`,
+    drop the batch. The watermark comes last: a build that stops before it reads its
+    window again, and merging its groups again changes nothing (each figure is a max). -#}
+{% macro cdc_finish_build(target_relation, stored_relation, batch, primary_key, full_refresh, resets, applied,
+        reset_groups=none, applied_groups=none) %}
     {%- do cdc_record_rejected(target_relation, batch, primary_key, full_refresh) -%}
-    {%- do cdc_write_resets(stored_relation, resets, none if full_refresh else applied) -%}
+    {%- do cdc_write_resets(stored_relation, resets, none if full_refresh else applied, reset_groups,
+        none if full_refresh else applied_groups) -%}
     {%- do cdc_write_watermark(stored_relation, batch) -%}
     {%- do cdc_drop_work_table(batch) -%}
 {% endmacro %}

@@ -3,9 +3,9 @@
     before the batch is merged. The resets last applied are kept as the table property
     `cdc.resets` (`applied`, as read when the build began), so the deletes run only
     when a new reset arrives. -#}
-{% macro cdc_batch_resets(batch) %}
+{% macro cdc_batch_resets(batch, with_groups=false) %}
     {%- set rows = run_query(
-        'select _cdc_truncated_before, _cdc_snapshot_position, _cdc_snapshot_offsets from '
+        'select _cdc_truncated_before, _cdc_snapshot_position, _cdc_snapshot_offsets, _cdc_reset_groups from '
         ~ batch ~ " where _cdc_row = 'reset'") -%}
     {%- if rows | length != 1 -%}
         {{ exceptions.raise_compiler_error(
@@ -13,11 +13,31 @@
             ~ "model may add columns around cdc_current_state / cdc_history_versions (`select *, <expr> as <name> "
             ~ "from current_state`) but not filter, join or aggregate its rows: do that in a gold model.") }}
     {%- endif -%}
-    {{ return({
+    {%- set resets = {
         '_cdc_truncated_before': rows[0][0],
         '_cdc_snapshot_position': rows[0][1],
         '_cdc_snapshot_offsets': rows[0][2],
-    }) }}
+    } -%}
+    {#- with_groups: also the reset groups (JSON) a later build starts from (cdc_resets) -#}
+    {{ return([resets, rows[0][3]] if with_groups else resets) }}
+{% endmacro %}
+
+
+{#- The reset groups a table's earlier builds stored (`stored`, its cdc.reset_groups
+    property, or none) as a list for cdc_stages; none when there are none yet (a table
+    built before they were kept: its next build scans all of bronze once and keeps them). -#}
+{% macro cdc_stored_reset_groups(relation, stored) %}
+    {%- if stored is none -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set groups = fromjson(stored) -%}
+    {%- if groups is not sequence or groups is string
+            or groups | rejectattr('position', 'defined') | list | length > 0 -%}
+        {{ exceptions.raise_compiler_error(
+            relation ~ " has a malformed cdc.reset_groups property. Rebuild it: "
+            ~ "dbt build --full-refresh --select " ~ model.name) }}
+    {%- endif -%}
+    {{ return(groups) }}
 {% endmacro %}
 
 
@@ -67,13 +87,24 @@
 {%- endmacro %}
 
 
-{% macro cdc_write_resets(target_relation, resets, applied) %}
-    {%- if tojson(resets, sort_keys=true) == applied -%}
+{#- Records the resets (and the reset groups, when given) on `target_relation` where they
+    changed since the build began (`applied`, `applied_groups`), in one statement. -#}
+{% macro cdc_write_resets(target_relation, resets, applied, groups=none, applied_groups=none) %}
+    {%- set changed = {} -%}
+    {%- if tojson(resets, sort_keys=true) != applied -%}
+        {%- do changed.update({'cdc.resets': tojson(resets, sort_keys=true)}) -%}
+    {%- endif -%}
+    {%- if groups is not none and groups != applied_groups -%}
+        {%- do changed.update({'cdc.reset_groups': groups}) -%}
+    {%- endif -%}
+    {%- if not changed -%}
         {{ return(none) }}
     {%- endif -%}
     {%- call statement('cdc_write_resets') -%}
         alter table {{ target_relation }} set tblproperties (
-            'cdc.resets' = {{ cdc_string_literal(tojson(resets, sort_keys=true)) }}
+            {%- for name, value in changed | dictsort %}
+            '{{ name }}' = {{ cdc_string_literal(value) }}{{ "," if not loop.last }}
+            {%- endfor %}
         )
     {%- endcall -%}
 {% endmacro %}
