@@ -86,7 +86,7 @@ test-long: setup
 
 # The benchmark (not a test): every case at full scale, results and plots into
 # benchmarks/results/ (see benchmarks/README.md). BENCH_SCALE=small for a shorter run.
-bench: setup
+bench: setup sample
 	$(BIN)/python -m benchmarks --scale $${BENCH_SCALE:-full}
 
 # One linting process per CPU (--processes 0): faster than one process on a multi-core

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from benchmarks import freshness, results
 from benchmarks.cases import PROJECT_DIR, SCALES, Bench, Result
-from benchmarks.measure import StepFailed
+from benchmarks.measure import StepFailed, run_step
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,6 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--freshness", action=argparse.BooleanOptionalAction, default=None,
                     help="also measure commit-to-silver freshness with the real CDC stack (default: on at full scale)")
     ap.add_argument("--freshness-every", type=float, default=5.0, help="the runner loop's pause between passes (s)")
+    ap.add_argument("--silver-size", action=argparse.BooleanOptionalAction, default=None,
+                    help="also run the silver-size and sample-build cases (benchmarks/silver_size.py, "
+                         "benchmarks/sample_build.py; default: on at full scale)")
     args = ap.parse_args(argv)
     scale = SCALES[args.scale]
     work = (args.work or PROJECT_DIR / "build" / "bench" / scale.name).resolve()
@@ -45,6 +48,15 @@ def main(argv: list[str] | None = None) -> int:
             bench.notes.append(freshness.MEMORY_NOTE)
         except freshness.FreshnessError as exc:
             failed = f"freshness failed: {exc}"  # the other cases took half an hour: keep them
+    if args.silver_size if args.silver_size is not None else scale.name == "full":
+        # processes of their own: each sets its own lakehouse before Spark starts
+        for module, extra in (("benchmarks.silver_size", ["--scale", "full", "--work", str(work / "silver_size")]),
+                              ("benchmarks.sample_build", ["--work", str(work / "sample_build")])):
+            try:
+                run_step(module.split(".")[1], [sys.executable, "-m", module, *extra, "--out", str(out)],
+                         work / "logs", cwd=PROJECT_DIR)
+            except StepFailed as exc:
+                failed = f"{module} failed: {exc}"
     checks = results.write(measured, scale, args.master, out, notes="\n\n".join(bench.notes))
     print(f"\nwrote {out}/results.md, results.csv and plots")
     for t in checks:

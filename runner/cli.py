@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
@@ -68,6 +69,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--dbt-arg", action="append", default=[], metavar="ARG",
         help="extra argument for `dbt build`, repeatable (e.g. --dbt-arg=--select --dbt-arg=+silver)",
     )
+    parser.add_argument(
+        "--build-always", action="store_true",
+        help="with --every: run dbt build on every pass; by default a pass that lands nothing after "
+             "a passing build skips it (use this when something else also writes to bronze)",
+    )
     return parser
 
 
@@ -90,8 +96,21 @@ def _stop_signals_held() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
 
 
-def one_pass(ingest_args: argparse.Namespace, dbt_args: list[str], target: str | None) -> int:
-    """Ingest, then build; returns an exit code. dbt runs in-process on the same session."""
+@dataclass
+class LoopState:
+    """What a pass leaves the next in the same process: whether bronze holds nothing that
+    this process's last `dbt build` has not seen. A pass clears it when it starts, so a
+    pass that fails part-way (some tables landed, no build) leaves it cleared."""
+
+    built: bool = False
+
+
+def one_pass(ingest_args: argparse.Namespace, dbt_args: list[str], target: str | None,
+             state: LoopState | None = None, build_always: bool = False) -> int:
+    """Ingest, then build; returns an exit code. dbt runs in-process on the same session.
+    With `state`, a pass that lands nothing after a passing build skips `dbt build`: no
+    model has a new bronze commit to read (unless another writer changed bronze:
+    `build_always`)."""
     from dbt.cli.main import dbtRunner
 
     from ingestion.spark import PROJECT_DIR, get_session
@@ -99,10 +118,17 @@ def one_pass(ingest_args: argparse.Namespace, dbt_args: list[str], target: str |
     run_ingestion = ingestion_cli.make_run(ingest_args)  # raises UsageError before Spark starts
     with _stop_signals_held():
         spark = get_session(target)
+    state = state or LoopState()
+    built, state.built = state.built, False
     started = time.monotonic()
     summary = run_ingestion(spark)
     print(summary.render(), flush=True)
     ingested = time.monotonic()
+    if built and not build_always and not any(t.landed for t in summary.tables):
+        state.built = True
+        log.info("nothing landed since the last dbt build, which passed: dbt build skipped")
+        log.info("ingestion %.1fs, dbt build %.1fs: %s", ingested - started, 0.0, "ok")
+        return EXIT_QUARANTINED if summary.quarantined else EXIT_OK
     # the project's own profiles/ unless the user points dbt elsewhere (as `make` does)
     profiles = [] if "--profiles-dir" in dbt_args or os.environ.get("DBT_PROFILES_DIR") else [
         "--profiles-dir", str(PROJECT_DIR / "profiles")]
@@ -115,6 +141,7 @@ def one_pass(ingest_args: argparse.Namespace, dbt_args: list[str], target: str |
     if not result.success:
         log.error("dbt build failed: %s", result.exception or "see the dbt log above")
         return EXIT_FAILURE
+    state.built = True
     return EXIT_QUARANTINED if summary.quarantined else EXIT_OK
 
 
@@ -138,10 +165,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(signum, lambda *_: stop.set())
 
     failures = 0
+    state = LoopState()
     while True:
         try:
             with exclusive(_lock_path()):
-                code = one_pass(ingest_args, args.dbt_arg, target)
+                code = one_pass(ingest_args, args.dbt_arg, target, state, args.build_always)
         except UsageError as exc:
             log.error("%s", exc)
             return EXIT_USAGE

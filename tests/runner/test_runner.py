@@ -12,7 +12,8 @@ case is built so that a plausible mistake in runner/cli.py makes it fail:
   stops it;
 - the loop (`--every`) on Kafka Connect S3-sink files: a failed pass (a broken
   sources YAML) is logged and the loop goes on. A good pass resets the failure count:
-  two failures that are not in a row stay under `--max-failures 2`. SIGTERM during a
+  two failures that are not in a row stay under `--max-failures 2`. A pass that lands
+  nothing after a passing build skips its dbt build (and ends as a passing one). SIGTERM during a
   pass, sent to the whole process group (as systemd stops a service, Spark's JVM
   included), lets that pass finish its dbt build, then the runner exits with the pass's code
   (3: it quarantined a malformed line). Afterwards silver.actor equals, row by row, the
@@ -64,6 +65,7 @@ PASS_TIMEOUT = 300  # one pass (Spark start, ingestion, dbt build) on a busy 2-c
 
 PASS_END = re.compile(r" INFO runner: ingestion [0-9.]+s, dbt build [0-9.]+s: (ok|failed)$")
 STOPPED = re.compile(r" INFO runner: stopped by signal$")
+SKIPPED = re.compile(r" INFO runner: nothing landed since the last dbt build, which passed: dbt build skipped$")
 LOCKED = re.compile(r" WARNING runner: another run \(pid \d+\) holds \S+run\.lock; this run does nothing$")
 BAD_YAML = re.compile(r" ERROR runner: \S+sources\.yml is not valid YAML")
 GAVE_UP = re.compile(r" ERROR runner: \d+ failed passes in a row: stopping$")
@@ -349,15 +351,17 @@ def test_loop_goes_on_after_failed_passes_and_finishes_the_pass_in_progress_on_s
         assert pass_2.group(1) == "ok", out.text()[-5000:]
         # table, files, events read, landed, quarantined, tombstones, skipped, key check, held already
         assert out.found(re.compile(r"pagila_public_actor\s+1\s+5\s+5\s+0\s+0\s+0\s+yes\s+0$")), out.text()[-5000:]
+        # pass 3 lands nothing after pass 2's passing build: no dbt build
+        out.wait_for(SKIPPED, 1, "pass 3 skipping its dbt build")
         replace_text(sources, BAD_SOURCES)
-        # pass 3 fails too: two failures under --max-failures 2, but pass 2 came between them
-        out.wait_for(BAD_YAML, 2, "pass 3's sources YAML error")
+        # pass 4 fails too: two failures under --max-failures 2, but passes 2 and 3 came between them
+        out.wait_for(BAD_YAML, 2, "pass 4's sources YAML error")
         replace_text(sources, SOURCES)
         second = land(landing, len(FIRST), SECOND_LINES)
-        # pass 4: lands the second file and quarantines its malformed line; its summary is
+        # pass 5: lands the second file and quarantines its malformed line; its summary is
         # printed before its dbt build starts, so SIGTERM arrives while the pass is in progress
         out.wait_for(re.compile(r"1 new file\(s\), 1 file\(s\) skipped as already ingested, 1 quarantined$"), 1,
-                     "pass 4's ingestion summary")
+                     "pass 5's ingestion summary")
         signalled = out.mark()
         # to the whole process group, as systemd stops a service: Spark's JVM gets it too
         os.killpg(proc.pid, signal.SIGTERM)
@@ -366,7 +370,11 @@ def test_loop_goes_on_after_failed_passes_and_finishes_the_pass_in_progress_on_s
     text = out.text()
     assert code == 3, f"exit {code}, expected 3 (that pass quarantined a line):\n{text[-5000:]}"
     assert not out.found(GAVE_UP), text[-5000:]
-    assert len(out.found(BAD_YAML)) == 2 and [m.group(1) for m in out.found(PASS_END)] == ["ok", "ok"], text[-5000:]
+    # passes 2 and 5 built, pass 3 (and any more before pass 4 failed) skipped its build
+    skipped = len(out.found(SKIPPED))
+    assert skipped >= 1, text[-5000:]
+    assert len(out.found(BAD_YAML)) == 2 and [m.group(1) for m in out.found(PASS_END)] == ["ok"] * (2 + skipped), \
+        text[-5000:]
     # after the signal, the pass in progress finished its dbt build, then the runner stopped
     # without another pass
     assert [m.group(1) for m in out.found(PASS_END, signalled)] == ["ok"], text[-5000:]
@@ -376,7 +384,7 @@ def test_loop_goes_on_after_failed_passes_and_finishes_the_pass_in_progress_on_s
                      r"malformed JSON or not a JSON object", text), text[-5000:]
     # the bench's freshness case reads a loop's output with patterns of its own: they find
     # every pass's end and the actor rows each pass landed (5, then 2 of the second file)
-    assert [m.group(1) for m in out.found(freshness.PASS_DONE)] == ["ok", "ok"], text[-5000:]
+    assert [m.group(1) for m in out.found(freshness.PASS_DONE)] == ["ok"] * (2 + skipped), text[-5000:]
     assert [int(m.group(1)) for m in out.found(freshness.ACTOR_LANDED)] == [5, 2], text[-5000:]
 
     expected = current_state([*FIRST, UPDATE, DELETE])

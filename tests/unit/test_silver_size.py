@@ -29,6 +29,8 @@ def _rows() -> list[dict]:
         add("cold", "incremental", 10, 50.0)
         add("warm", "incremental", 10, 2.0 * scale_up)
         add("warm", "incremental", 100, 10.0 * scale_up)
+        add("warm", "small build 1", 5, 1.0 * scale_up, pending_delta_commits=1)
+        add("warm", "small build 2", 5, 3.0 * scale_up, pending_delta_commits=0)
         add("warm", "gold query after build 1", 0, 3.0, pending_delta_commits=1)
         add("warm", "gold query after build 2", 0, 1.5, pending_delta_commits=2)
         add("warm", "gold query after 2 builds (median of 3)", 0, 1.2, pending_delta_commits=2)
@@ -44,6 +46,8 @@ def test_each_ratio_comes_from_its_own_rows():
         "1,000 silver keys, warm: 100 changes / full recompute": (round(12.0 / 72.0, 3), True),
         "1,000 silver keys, warm: 10 changes / 100 changes": (0.2, True),
         "warm 10 changes: 1,000 / 100 silver keys": (1.2, True),
+        "1,000 silver keys, warm: mean of the 2 5-change builds / full recompute": (round(2.4 / 72.0, 3), None),
+        "warm, mean of the 5-change builds: 1,000 / 100 silver keys": (1.2, None),
         "100 silver keys: gold query after 2 builds / after compaction": (1.2, True),
         "100 silver keys: slowest gold query of the 2 builds / after compaction": (3.0, None),
         "1,000 silver keys: gold query after 2 builds / after compaction": (1.2, True),
@@ -66,4 +70,32 @@ def test_results_files_hold_every_row_and_the_targets(tmp_path):
         (r["silver_keys"], r["mode"], r["step"], r["seconds"]) for r in rows]
     text = (tmp_path / "silver_size.md").read_text()
     assert "| 1,000 silver keys, warm: 10 changes / 100 changes | 0.2 | <= 0.25 | yes |" in text
-    assert text.count("\n| 1,000 | warm |") == 7
+    assert text.count("\n| 1,000 | warm |") == 9
+
+
+def test_sample_build_reads_the_runners_own_pass_line_and_judges_both_targets(tmp_path):
+    """benchmarks/sample_build.py takes each pass's times from the runner's log line
+    (so a change of that line breaks it here, not in a bench run) and writes the two
+    targets of the sample project's build."""
+    import logging
+
+    from benchmarks import sample_build
+    from runner import cli as runner_cli
+
+    times = sample_build.PassTimes()
+    logger = logging.getLogger("runner")
+    logger.addHandler(times)
+    logger.setLevel(logging.INFO)
+    try:
+        runner_cli.log.info(sample_build.PASS_LINE, 1.25, 14.5, "ok")
+    finally:
+        logger.removeHandler(times)
+    assert times.passes == [(1.25, 14.5, "ok")]
+    assert sample_build.PASS_LINE in open(runner_cli.__file__).read()
+
+    rows = [{"step": "dbt build, a few changes in every table (pass 3)", "seconds": 21.0},
+            {"step": "pass with no new data (dbt build skipped)", "seconds": 0.6}]
+    sample_build.write(rows, tmp_path)
+    text = (tmp_path / "sample_build.md").read_text()
+    assert "| dbt build, a few changes in every table (pass 3) | 21.0 | <= 20 s | NO |" in text
+    assert "| pass with no new data (dbt build skipped) | 0.6 | <= 1 s | yes |" in text
