@@ -10,7 +10,7 @@ import logging
 import operator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import reduce
 from pathlib import Path
 from typing import ContextManager, Sequence
@@ -212,9 +212,41 @@ def insert_new_rows_of_tables(
     return held
 
 
+# Hudi's metastore sync after each write looks the Hive client up with a HiveConf that
+# differs from Spark's, so Hive replaces the client Spark's catalog shares between
+# threads, outside Spark's lock: a catalog lookup of a concurrent insert can then find
+# it closed (NullPointerException on `Hive.getMSC()`; apache/hudi#9958 reports the same
+# with several tables written at once). Seen once in the sample's landing with four
+# insert threads. The failed statement wrote nothing, or Hudi had committed before its
+# sync: an insert leaves out the keys the table holds, so running it again adds only
+# what is missing (rows the failed attempt committed then count as held already).
+METASTORE_CLIENT_CLOSED = 'Hive.getMSC()" is null'
+METASTORE_CLIENT_ATTEMPTS = 3
+
+
+def is_metastore_client_closed(error: BaseException) -> bool:
+    """Whether `error` is the shared Hive client closed under a concurrent statement."""
+    return METASTORE_CLIENT_CLOSED in str(error)
+
+
 def _insert_new_rows(spark: SparkSession, insert: TableInsert, schema: str) -> int:
     """One table's insert, under settings the caller holds; returns the rows of the
-    insert's df the table held already. Writes nothing when it held every one."""
+    insert's df the table held already. Writes nothing when it held every one. Runs
+    again, checking the keys the table holds, when the shared metastore client was
+    closed under it (METASTORE_CLIENT_CLOSED)."""
+    for attempt in range(1, METASTORE_CLIENT_ATTEMPTS + 1):
+        try:
+            return _insert_new_rows_once(spark, insert if attempt == 1 else replace(insert, holds_none=False), schema)
+        except Exception as error:  # noqa: BLE001 - only the one transient error is retried
+            if attempt == METASTORE_CLIENT_ATTEMPTS or not is_metastore_client_closed(error):
+                raise
+            log.warning("%s.%s: the shared metastore client was closed under the insert (attempt %d of %d); "
+                        "running it again, without the keys the table holds", schema, insert.table, attempt,
+                        METASTORE_CLIENT_ATTEMPTS)
+    raise AssertionError("unreachable")
+
+
+def _insert_new_rows_once(spark: SparkSession, insert: TableInsert, schema: str) -> int:
     table, df = insert.table, insert.df
     if insert.holds_none:
         new, held = df, 0

@@ -435,3 +435,14 @@ def test_avro_and_parquet_shares_weigh_as_the_json_lines_their_records_are_read_
     assert _input_bytes(files, splits) == {"t": 100 + 130 + 55, "u": 90}
     # before the records are counted, every table that may land is named
     assert _input_bytes(files) == {"t": 100, "u": 0}
+
+
+def test_only_the_closed_metastore_client_is_run_again():
+    """The message of the failure seen in a landing with four insert threads (Spark's
+    AnalysisException as PySpark raises it) is the one retried; other errors are not."""
+    seen = ('org.apache.hadoop.hive.ql.metadata.HiveException: Unable to fetch table pagila_public_category. '
+            'Cannot invoke "org.apache.hadoop.hive.metastore.IMetaStoreClient.getTable(String, String)" because '
+            'the return value of "org.apache.hadoop.hive.ql.metadata.Hive.getMSC()" is null')
+    assert load.is_metastore_client_closed(RuntimeError(seen))
+    assert not load.is_metastore_client_closed(RuntimeError("Table or view not found: bronze.pagila_public_category"))
+    assert not load.is_metastore_client_closed(RuntimeError("Hive.getMSC() failed"))
