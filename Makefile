@@ -7,6 +7,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 JARS := .jars
 SAMPLE := build/sample
+# pytest-xdist workers `make test` runs the suite in (tests/conftest.py says how it splits)
+TEST_WORKERS ?= 2
 export PAGILA_DIR ?= $(abspath ../shared/datasets/pagila)
 
 export DBT_PROFILES_DIR := $(CURDIR)/profiles
@@ -70,7 +72,7 @@ demo: setup sample
 
 # --- tests ---------------------------------------------------------------------
 test: setup lint
-	$(BIN)/python -m pytest -q --durations=15
+	$(BIN)/python -m pytest -q --durations=15 -n $(TEST_WORKERS)
 
 test-unit: setup
 	$(BIN)/python -m pytest -q tests/unit

@@ -33,10 +33,55 @@ os.environ["DBT_LOG_PATH"] = str(_RUN_DIR / "dbt-logs")
 # where C2's compiling costs more CPU than its code saves. The session below keeps both
 # tiers, as it runs for the whole suite (docs/decisions/test-suite-jvm-tiers.md).
 # CDC_DRIVER_JAVA_OPTIONS set before pytest replaces this, for the session too.
-_SESSION_JAVA_OPTIONS = os.environ.get("CDC_DRIVER_JAVA_OPTIONS", "")
+# The user's setting is kept for pytest-xdist's workers, which inherit this process's environment.
+_SESSION_JAVA_OPTIONS = os.environ.setdefault("CDC_TEST_SESSION_JAVA_OPTIONS",
+                                              os.environ.get("CDC_DRIVER_JAVA_OPTIONS", ""))
 os.environ.setdefault("CDC_DRIVER_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")
 os.environ["TZ"] = "UTC"
 time.tzset()  # PySpark turns timestamps into local datetimes: make local = UTC
+
+
+# `make test` runs the suite in two pytest-xdist workers (`-n 2`), each with its own
+# Spark session and lakehouse: one process leaves a core idle while its driver, dbt or a
+# service is the bottleneck (docs/decisions/test-suite-jvm-tiers.md). A module's tests
+# stay on one worker, as they share module fixtures (one build serves many checks), and
+# the CDC stack's modules too (one stack on fixed ports). The longest groups are handed
+# out first, so the two workers finish together; the rest keep their order.
+LONGEST_FIRST = (
+    "tests/e2e",
+    "tests/bench/test_bench_smoke.py",
+    "tests/integration/test_pipeline.py",
+    "tests/property/test_cdc_properties.py",
+    "tests/crash/test_crash_safety.py",
+    "tests/integration/test_state_table.py",
+    "tests/runner/test_runner.py",
+    "tests/integration/test_object_storage.py",
+    "tests/integration/test_schema_change.py",
+    "tests/integration/test_sink_formats.py",
+)
+
+
+def run_group(nodeid: str) -> str:
+    """The worker's unit: a test's module, or the whole of tests/e2e."""
+    path = nodeid.split("::", 1)[0]
+    return "tests/e2e" if path.startswith("tests/e2e/") else path
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {group: i for i, group in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(run_group(item.nodeid), len(rank)))  # stable
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    # xdist's own `--dist loadgroup` does not group under pytest 9.2: it renames node ids
+    # through an attribute pytest no longer reads (pytest-dev/pytest-xdist#1386).
+    from xdist.scheduler import LoadFileScheduling
+
+    class RunGroupScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return run_group(nodeid)
+
+    return RunGroupScheduling(config, log)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
