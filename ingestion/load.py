@@ -234,16 +234,17 @@ def _insert_new_rows(spark: SparkSession, insert: TableInsert, schema: str) -> i
     insert's df the table held already. Writes nothing when it held every one. Runs
     again, checking the keys the table holds, when the shared metastore client was
     closed under it (METASTORE_CLIENT_CLOSED)."""
-    for attempt in range(1, METASTORE_CLIENT_ATTEMPTS + 1):
+    for attempt in range(1, METASTORE_CLIENT_ATTEMPTS):
         try:
-            return _insert_new_rows_once(spark, insert if attempt == 1 else replace(insert, holds_none=False), schema)
+            return _insert_new_rows_once(spark, insert, schema)
         except Exception as error:  # noqa: BLE001 - only the one transient error is retried
-            if attempt == METASTORE_CLIENT_ATTEMPTS or not is_metastore_client_closed(error):
+            if not is_metastore_client_closed(error):
                 raise
             log.warning("%s.%s: the shared metastore client was closed under the insert (attempt %d of %d); "
                         "running it again, without the keys the table holds", schema, insert.table, attempt,
                         METASTORE_CLIENT_ATTEMPTS)
-    raise AssertionError("unreachable")
+            insert = replace(insert, holds_none=False)
+    return _insert_new_rows_once(spark, insert, schema)
 
 
 def _insert_new_rows_once(spark: SparkSession, insert: TableInsert, schema: str) -> int:

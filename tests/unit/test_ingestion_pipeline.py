@@ -446,3 +446,36 @@ def test_only_the_closed_metastore_client_is_run_again():
     assert load.is_metastore_client_closed(RuntimeError(seen))
     assert not load.is_metastore_client_closed(RuntimeError("Table or view not found: bronze.pagila_public_category"))
     assert not load.is_metastore_client_closed(RuntimeError("Hive.getMSC() failed"))
+
+
+CLOSED = RuntimeError('Unable to fetch table t. ... the return value of "org.apache.hadoop.hive.ql.metadata.Hive.getMSC()" is null')
+OTHER = RuntimeError("Table or view not found: bronze.t")
+
+
+@pytest.mark.parametrize("failures, lands, holds_none_per_call", [
+    ([CLOSED], True, [True, False]),  # run again once, then lands
+    ([CLOSED, CLOSED], True, [True, False, False]),  # the last attempt lands
+    ([CLOSED, CLOSED, CLOSED], False, [True, False, False]),  # three attempts, then the error stands
+    ([OTHER], False, [True]),  # never run again
+])
+def test_an_insert_runs_again_only_after_the_closed_client_and_then_checks_held_keys(
+        monkeypatch, failures, lands, holds_none_per_call):
+    """A retried insert may follow a failed attempt that committed: it must check the keys
+    the table holds (holds_none off), and it stops after METASTORE_CLIENT_ATTEMPTS."""
+    calls = []
+
+    def once(spark, insert, schema):
+        calls.append(insert.holds_none)
+        if len(calls) <= len(failures):
+            raise failures[len(calls) - 1]
+        return 7
+
+    monkeypatch.setattr(load, "_insert_new_rows_once", once)
+    insert = load.TableInsert("t", None, [], ["id"], holds_none=True)
+    if lands:
+        assert load._insert_new_rows(None, insert, "bronze") == 7
+    else:
+        with pytest.raises(RuntimeError) as raised:
+            load._insert_new_rows(None, insert, "bronze")
+        assert raised.value is failures[-1]
+    assert calls == holds_none_per_call
