@@ -18,6 +18,8 @@ SPARK_JARS := hudi-spark3.5-bundle_2.12 spark-sql-kafka-0-10_2.12 spark-token-pr
   spark-avro_2.12 kafka-clients commons-pool2 hadoop-aws aws-java-sdk-bundle
 comma := ,
 export CDC_SPARK_JARS ?= $(subst $() ,$(comma),$(foreach j,$(SPARK_JARS),$(CURDIR)/$(JARS)/$(j).jar))
+# The shared metastore's JDBC driver, which must be on the driver's own class path.
+export CDC_DRIVER_CLASSPATH ?= $(CURDIR)/$(JARS)/postgresql.jar
 export PYSPARK_PYTHON := $(CURDIR)/$(BIN)/python
 # The Spark driver's class data sharing archive (tools/jvm_archive; profiles/profiles.yml).
 export CDC_JVM_ARCHIVE ?= $(CURDIR)/$(JARS)/spark-driver.jsa

@@ -61,6 +61,26 @@ def jvm_archive(target: str = "local") -> Path | None:
     return PROJECT_DIR / found.group(1) if found else None
 
 
+METASTORES = ("embedded", "shared")
+
+
+def check_metastore(environ: Mapping[str, str] = os.environ) -> str:
+    """CDC_METASTORE as the profile reads it, refused unless it names a metastore this
+    process can reach: `shared` needs SPARK_CONF_DIR to hold a hive-site.xml (else Spark
+    would quietly open a Derby database in the working directory)."""
+    kind = environ.get("CDC_METASTORE", "embedded")
+    if kind not in METASTORES:
+        raise ProfileError(f"CDC_METASTORE={kind!r}: choose embedded (the default, Derby in CDC_LAKEHOUSE_DIR) "
+                           "or shared (the hive-site.xml in SPARK_CONF_DIR)")
+    if kind == "shared":
+        conf_dir = environ.get("SPARK_CONF_DIR", "")
+        if not conf_dir or not (Path(conf_dir) / "hive-site.xml").is_file():
+            raise ProfileError(f"CDC_METASTORE=shared but SPARK_CONF_DIR={conf_dir!r} holds no hive-site.xml: "
+                               "point SPARK_CONF_DIR at the folder `python -m stack up --only metastore` writes "
+                               "(docs/how-to/share-the-metastore.md)")
+    return kind
+
+
 def get_session(target: str | None = "local", overrides: Mapping[str, str] | None = None) -> SparkSession:
     """The active SparkSession, or a new embedded one configured from the profile target.
 
@@ -71,6 +91,8 @@ def get_session(target: str | None = "local", overrides: Mapping[str, str] | Non
     # Spark's Python workers run this interpreter (the venv's), not the first python3 on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder
+    if target:
+        check_metastore()
     settings = profile_spark_settings(target) if target else {}
     settings.update(overrides or {})
     for key, value in settings.items():

@@ -48,6 +48,9 @@ def main(argv: list[str] | None = None) -> int:
                       "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY from the environment or s3-credentials.env)")
             if "registry" in info.components:
                 print(f"  registry  {info.registry_url} (Confluent-compatible API of Apicurio Registry)")
+            if "metastore" in info.components:
+                print("  metastore database metastore in the stack's PostgreSQL; to share it: "
+                      + " ".join(f"export {k}={v}" for k, v in info.metastore_env.items()))
             print(f"  logs      {info.logs_dir}")
             print(f"  credentials: {info.stack_dir / 'credentials.env'} unless CDC_* variables are set")
         elif args.command == "down":

@@ -23,6 +23,7 @@ from .credentials import Credentials, load_credentials
 from .errors import StackError
 from .kafka import Kafka
 from .mariadb import MariaDB
+from .metastore import Metastore
 from .postgres import Postgres
 from .registry import COMPATIBILITY, SchemaRegistry
 from .s3 import S3Server
@@ -32,7 +33,9 @@ from .settings import (
 )
 from .templates import render_text
 
-COMPONENTS = ("postgres", "mariadb", "kafka", "connect", "s3", "registry")
+# `metastore`: a Hive metastore database in the stack's PostgreSQL (stack/metastore.py), which
+# starts the server without loading Pagila unless `postgres` is asked for too.
+COMPONENTS = ("postgres", "mariadb", "kafka", "connect", "s3", "registry", "metastore")
 # The bucket `up` creates in the object store (sink files and lakehouses on s3a://).
 S3_BUCKET = "lakehouse"
 PG_CONNECTOR = "io.debezium.connector.postgresql.PostgresConnector"
@@ -74,6 +77,8 @@ class StackInfo:
     """What a Spark process needs to use the object store (contains the secret: do not log)."""
     registry_url: str
     """The schema registry's Confluent-compatible API (``CDC_SCHEMA_REGISTRY_URL``)."""
+    metastore_env: dict[str, str] = field(default_factory=dict)
+    """What a Spark process needs to share the stack's metastore (empty without it)."""
     versions: dict[str, str] = field(default_factory=dict)
 
 
@@ -121,6 +126,7 @@ def info(components: Iterable[str] | None = None) -> StackInfo:
         # Only for a stack with the store: reading its keys generates them when unset.
         s3_env=s3.spark_env() if "s3" in wanted else {},
         registry_url=SchemaRegistry(settings).ccompat_url,
+        metastore_env=Metastore(settings).spark_env() if "metastore" in wanted else {},
         versions={
             "kafka": KAFKA_VERSION,
             "debezium": DEBEZIUM_VERSION,
@@ -142,9 +148,12 @@ def up(components: Iterable[str] | None = None) -> StackInfo:
     settings, creds = _settings()
     wanted = _normalize(components)
     settings.logs_dir.mkdir(parents=True, exist_ok=True)
+    if "postgres" in wanted or "metastore" in wanted:
+        Postgres(settings).start()
+    if "metastore" in wanted:
+        Metastore(settings).prepare()
     if "postgres" in wanted:
         pg = Postgres(settings)
-        pg.start()
         pg.load_pagila()
         pg.load_northwind()
         pg.prepare_cdc(creds)

@@ -55,6 +55,7 @@ LONGEST_FIRST = (
     "tests/crash/test_crash_safety.py",
     "tests/integration/test_state_table.py",
     "tests/runner/test_runner.py",
+    "tests/integration/test_shared_metastore.py",
     "tests/integration/test_object_storage.py",
     "tests/integration/test_schema_change.py",
     "tests/integration/test_sink_formats.py",
@@ -105,6 +106,10 @@ def spark():
     # The jar list is the profile's (CDC_SPARK_JARS, else its default, relative to the project).
     jars = [ROOT / jar for jar in profile_spark_settings("local")["spark.jars"].split(",")]
     os.environ["CDC_SPARK_JARS"] = ",".join(str(jar) for jar in jars)
+    # ... and the driver's own class path (the shared metastore's JDBC driver).
+    classpath = ROOT / profile_spark_settings("local")["spark.driver.extraClassPath"]
+    os.environ["CDC_DRIVER_CLASSPATH"] = str(classpath)
+    jars.append(classpath)
     # The same for the JVM archive `make setup` builds (tests/integration/test_jvm_archive.py).
     os.environ["CDC_JVM_ARCHIVE"] = str(jvm_archive())
     missing = [str(jar) for jar in jars if not jar.exists()]

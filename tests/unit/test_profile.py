@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from ingestion.spark import PROFILES_FILE, profile_spark_settings
+from ingestion.spark import PROFILES_FILE, ProfileError, check_metastore, profile_spark_settings
 from tests.support.paths import ROOT
 
 OPTIONS = "spark.driver.extraJavaOptions"
@@ -43,7 +43,7 @@ def test_dbt_finds_the_profile_from_the_repository_root(monkeypatch: pytest.Monk
 def test_profile_defaults_are_what_the_makefile_exports(monkeypatch: pytest.MonkeyPatch) -> None:
     """With nothing exported, the profile names the jars, JVM archive and lakehouse the
     Makefile sets (relative to the root, where the by-hand commands run)."""
-    for name in ("CDC_SPARK_JARS", "CDC_JVM_ARCHIVE", "CDC_LAKEHOUSE_DIR", "CDC_WAREHOUSE_DIR"):
+    for name in ("CDC_SPARK_JARS", "CDC_JVM_ARCHIVE", "CDC_LAKEHOUSE_DIR", "CDC_WAREHOUSE_DIR", "CDC_DRIVER_CLASSPATH"):
         monkeypatch.delenv(name, raising=False)
     makefile = (ROOT / "Makefile").read_text()
     jars = re.search(r"^SPARK_JARS := ((?:.*\\\n)*.*)$", makefile, re.M).group(1).replace("\\\n", " ").split()
@@ -52,5 +52,35 @@ def test_profile_defaults_are_what_the_makefile_exports(monkeypatch: pytest.Monk
     assert re.search(r"^export CDC_JVM_ARCHIVE \?= \$\(CURDIR\)/\$\(JARS\)/(\S+)$", makefile, re.M).group(1) \
         == "spark-driver.jsa"
     assert "-XX:SharedArchiveFile=.jars/spark-driver.jsa" in settings[OPTIONS].split()
+    assert "export CDC_DRIVER_CLASSPATH ?= $(CURDIR)/$(JARS)/postgresql.jar" in makefile
+    assert settings["spark.driver.extraClassPath"] == ".jars/postgresql.jar"
     assert "export CDC_LAKEHOUSE_DIR ?= $(CURDIR)/lakehouse" in makefile
     assert settings["spark.sql.warehouse.dir"] == "lakehouse/warehouse"
+
+
+def test_the_shared_metastore_leaves_derby_out_of_the_driver_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CDC_METASTORE=shared: no Derby URL as a system property, which would override the
+    hive-site.xml of SPARK_CONF_DIR (HiveConf lets system properties win)."""
+    monkeypatch.delenv("CDC_METASTORE", raising=False)
+    assert any(o.startswith("-Djavax.jdo.option.ConnectionURL=jdbc:derby:")
+               for o in profile_spark_settings("local")[OPTIONS].split())
+    monkeypatch.setenv("CDC_METASTORE", "shared")
+    options = profile_spark_settings("local")[OPTIONS].split()
+    assert not [o for o in options if "javax.jdo.option.ConnectionURL" in o], options
+    assert "-Ddatanucleus.schema.autoCreateAll=true" in options
+
+
+@pytest.mark.parametrize(("environ", "message"), [
+    ({"CDC_METASTORE": "postgres"}, "CDC_METASTORE='postgres': choose embedded"),
+    ({"CDC_METASTORE": "shared"}, "CDC_METASTORE=shared but SPARK_CONF_DIR='' holds no hive-site.xml"),
+    ({"CDC_METASTORE": "shared", "SPARK_CONF_DIR": "/nonexistent"}, "SPARK_CONF_DIR='/nonexistent' holds no"),
+])
+def test_a_metastore_setting_that_cannot_work_is_refused(environ: dict[str, str], message: str) -> None:
+    with pytest.raises(ProfileError, match=re.escape(message)):
+        check_metastore(environ)
+
+
+def test_the_metastore_settings_that_work_are_taken(tmp_path) -> None:
+    assert check_metastore({}) == "embedded"
+    (tmp_path / "hive-site.xml").write_text("<configuration/>")
+    assert check_metastore({"CDC_METASTORE": "shared", "SPARK_CONF_DIR": str(tmp_path)}) == "shared"

@@ -1,0 +1,141 @@
+"""A Hive metastore that several processes share: a database in the stack's PostgreSQL.
+
+Spark's own Hive client talks to the database directly (no metastore service), so the
+ingestion, `dbt build` and a reader can run at the same time on one lakehouse, which
+the embedded Derby default refuses. ``prepare`` creates the role ``CDC_METASTORE_USER``
+and the database ``metastore`` it owns, and writes ``hive-site.xml`` (mode 600: it holds
+the password) into ``$CDC_STACK_DIR/spark-conf``. A Spark process started with
+``SPARK_CONF_DIR`` there and ``CDC_METASTORE=shared`` (``spark_env``) uses it; the first
+one creates the metastore's tables (``datanucleus.schema.autoCreateAll``).
+
+The role's password is ``CDC_METASTORE_PASSWORD`` when set, else generated once and kept
+in ``$CDC_STACK_DIR/metastore-credentials.env`` (mode 600, never committed).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+from .errors import StackError
+from .postgres import Postgres
+from .settings import HOST, Settings
+
+SERVICE = "metastore"
+# Hive's metastore model (its package.jdo in hive-metastore 2.3.9, Spark's built-in client).
+# DataNucleus registers these classes when the metastore starts, so it creates every
+# table it lacks then, before any transaction: left to first use, it creates a table on
+# a second connection while the first holds locks on the tables that one references,
+# and PostgreSQL makes the creation wait for ever.
+MODEL_CLASSES = (
+    "MDatabase", "MFieldSchema", "MType", "MTable", "MConstraint", "MSerDeInfo", "MOrder", "MColumnDescriptor",
+    "MStringList", "MStorageDescriptor", "MPartition", "MIndex", "MRole", "MRoleMap", "MGlobalPrivilege",
+    "MDBPrivilege", "MTablePrivilege", "MPartitionPrivilege", "MTableColumnPrivilege",
+    "MPartitionColumnPrivilege", "MPartitionEvent", "MMasterKey", "MDelegationToken", "MTableColumnStatistics",
+    "MPartitionColumnStatistics", "MVersionTable", "MResourceUri", "MFunction", "MNotificationLog",
+    "MNotificationNextId",
+)
+DATABASE = "metastore"
+USER_KEY = "CDC_METASTORE_USER"
+PASSWORD_KEY = "CDC_METASTORE_PASSWORD"
+DEFAULT_USER = "cdc_metastore"
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class MetastoreCredentials:
+    user: str
+    password: str
+
+    def __repr__(self) -> str:  # keep the password out of reprs and test logs
+        return f"MetastoreCredentials(user={self.user!r}, password=***)"
+
+
+def load_metastore_credentials(path: Path) -> MetastoreCredentials:
+    """The environment's CDC_METASTORE_USER / CDC_METASTORE_PASSWORD, else what ``path``
+    keeps (generated on first use)."""
+    stored: dict[str, str] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            key, _, value = line.partition("=")
+            stored[key.strip()] = value.strip()
+    if not stored.get(PASSWORD_KEY):
+        stored = {USER_KEY: DEFAULT_USER, PASSWORD_KEY: secrets.token_urlsafe(24)}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch(mode=0o600, exist_ok=True)
+        path.chmod(0o600)
+        path.write_text("".join(f"{k}={v}\n" for k, v in stored.items()))
+    user = os.environ.get(USER_KEY) or stored.get(USER_KEY) or DEFAULT_USER
+    password = os.environ.get(PASSWORD_KEY) or stored[PASSWORD_KEY]
+    if not _PLAIN.fullmatch(user):
+        raise StackError(SERVICE, f"{USER_KEY}={user!r} is not a plain identifier")
+    if any(c in password for c in "'\"\\\n\r"):
+        raise StackError(SERVICE, f"{PASSWORD_KEY} must contain no quotes, backslashes or newlines")
+    return MetastoreCredentials(user, password)
+
+
+class Metastore:
+    """The metastore database in the stack's PostgreSQL and the Spark settings that use it."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.postgres = Postgres(settings)
+        self.conf_dir = settings.stack_dir / "spark-conf"
+        self.credentials = load_metastore_credentials(settings.stack_dir / "metastore-credentials.env")
+
+    @property
+    def jdbc_url(self) -> str:
+        return f"jdbc:postgresql://{HOST}:{self.settings.pg_port}/{DATABASE}"
+
+    def prepare(self) -> None:
+        """Role, database and hive-site.xml (idempotent; PostgreSQL must run)."""
+        user, password = self.credentials.user, self.credentials.password
+        self.postgres.psql(
+            f"""
+            do $$
+            begin
+              if not exists (select from pg_roles where rolname = '{user}') then
+                create role "{user}" login password '{password}';
+              else
+                alter role "{user}" login password '{password}';
+              end if;
+            end $$;
+            """,
+            db="postgres",
+        )
+        if self.postgres.scalar(f"select 1 from pg_database where datname = '{DATABASE}'", db="postgres") != "1":
+            self.postgres.psql(f'create database {DATABASE} owner "{user}"', db="postgres")
+        self.write_hive_site()
+
+    def write_hive_site(self) -> Path:
+        properties = {
+            "javax.jdo.option.ConnectionURL": self.jdbc_url,
+            "javax.jdo.option.ConnectionDriverName": "org.postgresql.Driver",
+            "javax.jdo.option.ConnectionUserName": self.credentials.user,
+            "javax.jdo.option.ConnectionPassword": self.credentials.password,
+            "datanucleus.schema.autoCreateAll": "true",
+            "hive.metastore.schema.verification": "false",
+            "datanucleus.autoStartMechanism": "Classes",
+            "datanucleus.autoStartClassNames": ",".join(f"org.apache.hadoop.hive.metastore.model.{c}"
+                                                        for c in MODEL_CLASSES),
+        }
+        body = "".join(f"  <property><name>{escape(k)}</name><value>{escape(v)}</value></property>\n"
+                       for k, v in properties.items())
+        self.conf_dir.mkdir(parents=True, exist_ok=True)
+        target = self.conf_dir / "hive-site.xml"
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(f'<?xml version="1.0"?>\n<!-- written by `python -m stack`: holds a password -->\n'
+                         f"<configuration>\n{body}</configuration>\n")
+        target.chmod(0o600)
+        return target
+
+    def spark_env(self) -> dict[str, str]:
+        """The environment a Spark process of this project needs to use this metastore
+        (profiles/profiles.yml reads CDC_METASTORE; spark-submit puts SPARK_CONF_DIR on
+        the driver's class path, where Hive finds hive-site.xml)."""
+        return {"CDC_METASTORE": "shared", "SPARK_CONF_DIR": str(self.conf_dir)}
