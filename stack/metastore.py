@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+from .credentials import read_private, write_private, write_private_text
 from .errors import StackError
 from .postgres import Postgres
 from .settings import HOST, Settings
@@ -58,17 +59,10 @@ class MetastoreCredentials:
 def load_metastore_credentials(path: Path) -> MetastoreCredentials:
     """The environment's CDC_METASTORE_USER / CDC_METASTORE_PASSWORD, else what ``path``
     keeps (generated on first use)."""
-    stored: dict[str, str] = {}
-    if path.exists():
-        for line in path.read_text().splitlines():
-            key, _, value = line.partition("=")
-            stored[key.strip()] = value.strip()
+    stored = read_private(path)
     if not stored.get(PASSWORD_KEY):
         stored = {USER_KEY: DEFAULT_USER, PASSWORD_KEY: secrets.token_urlsafe(24)}
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.touch(mode=0o600, exist_ok=True)
-        path.chmod(0o600)
-        path.write_text("".join(f"{k}={v}\n" for k, v in stored.items()))
+        write_private(path, stored)
     user = os.environ.get(USER_KEY) or stored.get(USER_KEY) or DEFAULT_USER
     password = os.environ.get(PASSWORD_KEY) or stored[PASSWORD_KEY]
     if not _PLAIN.fullmatch(user):
@@ -125,13 +119,9 @@ class Metastore:
         }
         body = "".join(f"  <property><name>{escape(k)}</name><value>{escape(v)}</value></property>\n"
                        for k, v in properties.items())
-        self.conf_dir.mkdir(parents=True, exist_ok=True)
         target = self.conf_dir / "hive-site.xml"
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as handle:
-            handle.write(f'<?xml version="1.0"?>\n<!-- written by `python -m stack`: holds a password -->\n'
-                         f"<configuration>\n{body}</configuration>\n")
-        target.chmod(0o600)
+        write_private_text(target, '<?xml version="1.0"?>\n<!-- written by `python -m stack`: holds a password -->\n'
+                                   f"<configuration>\n{body}</configuration>\n")
         return target
 
     def spark_env(self) -> dict[str, str]:

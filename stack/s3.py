@@ -17,6 +17,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+from .credentials import read_private, write_private
 from .jvm import JAVA, JvmService, java_opts
 from .proc import pid_alive, port_open, start_detached, stop_pid, wait_until, write_pid
 from .settings import HOST, Settings
@@ -46,17 +47,10 @@ def load_s3_credentials(path: Path) -> S3Credentials:
     ``path`` (generated on first use)."""
     if os.environ.get(ACCESS_KEY) and os.environ.get(SECRET_KEY):
         return S3Credentials(os.environ[ACCESS_KEY], os.environ[SECRET_KEY])
-    stored: dict[str, str] = {}
-    if path.exists():
-        for line in path.read_text().splitlines():
-            key, _, value = line.partition("=")
-            stored[key.strip()] = value.strip()
+    stored = read_private(path)
     if not (stored.get(ACCESS_KEY) and stored.get(SECRET_KEY)):
         stored = {ACCESS_KEY: "cdc" + secrets.token_hex(8), SECRET_KEY: secrets.token_urlsafe(24)}
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.touch(mode=0o600, exist_ok=True)
-        path.chmod(0o600)
-        path.write_text("".join(f"{k}={v}\n" for k, v in stored.items()))
+        write_private(path, stored)
     return S3Credentials(stored[ACCESS_KEY], stored[SECRET_KEY])
 
 
