@@ -10,6 +10,7 @@ encodings the sample does not contain (tstzrange, ZonedTimestamp, infinity bound
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections import defaultdict
 from datetime import date, datetime
@@ -238,6 +239,15 @@ def test_batches_incremental_full_refresh_and_rerun(spark, sample: Path, run_dir
     commits_after = {t: spark.sql(f"call show_commits(table => 'silver.{t}', limit => 100)").count()
                      for t in stored_tables}
     assert commits_after == commits_before, "a build with no new bronze commits wrote to silver"
+
+    # `dbt source freshness`: every bronze table landed just now, as its own newest row says.
+    freshness = run_dir / "sources.json"
+    dbt("source", "freshness", "--output", str(freshness))
+    results = {r["unique_id"].rsplit(".", 1)[1]: r for r in json.loads(freshness.read_text())["results"]}
+    assert {oracle.TABLES[t]["topic"].replace(".", "_") for t in oracle.TABLES} <= set(results), sorted(results)
+    for table, result in results.items():
+        newest = spark.sql(f"select max(_ingested_at) from bronze.`{table}`").first()[0]
+        assert result["status"] == "pass" and result["max_loaded_at"].startswith(newest.isoformat()), (table, result)
 
     # The profile turns Hudi's metadata table off for the ingestion and dbt alike.
     warehouse = Path(spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:"))
