@@ -148,12 +148,12 @@ def up(components: Iterable[str] | None = None) -> StackInfo:
     settings, creds = _settings()
     wanted = _normalize(components)
     settings.logs_dir.mkdir(parents=True, exist_ok=True)
+    pg = Postgres(settings)
     if "postgres" in wanted or "metastore" in wanted:
-        Postgres(settings).start()
+        pg.start()
     if "metastore" in wanted:
         Metastore(settings).prepare()
     if "postgres" in wanted:
-        pg = Postgres(settings)
         pg.load_pagila()
         pg.load_northwind()
         pg.prepare_cdc(creds)

@@ -11,9 +11,12 @@ password is ever written into a connector config or a committed file.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
+
+from .errors import StackError
 
 DEFAULT_USERS = {"CDC_PG_USER": "cdc_debezium", "CDC_MARIADB_USER": "cdc_debezium"}
 PASSWORD_KEYS = ("CDC_PG_PASSWORD", "CDC_MARIADB_PASSWORD")
@@ -73,7 +76,14 @@ def write_private(path: Path, values: dict[str, str], header: str = "") -> None:
     write_private_text(path, header + "".join(f"{key}={value}\n" for key, value in values.items()))
 
 
-def _check(name: str, value: str) -> str:
+def check_identifier(service: str, name: str, value: str) -> str:
+    """A user name that goes into SQL unquoted or double-quoted: a plain identifier only."""
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
+        raise StackError(service, f"{name}={value!r} is not a plain identifier")
+    return value
+
+
+def check_plain(name: str, value: str) -> str:
     # Values end up inside SQL string literals and a properties-free env; keep them plain.
     if not value or any(c in value for c in "'\"\\\n\r`$") :
         raise ValueError(f"{name} must be non-empty and contain no quotes, backslashes, $ or newlines")
@@ -96,7 +106,7 @@ def load_credentials(credentials_file: Path) -> Credentials:
     os.chmod(credentials_file, 0o600)
     values = {key: os.environ.get(key) or generated[key] for key in KEYS}
     for key, value in values.items():
-        _check(key, value)
+        check_plain(key, value)
     return Credentials(
         pg_user=values["CDC_PG_USER"],
         pg_password=values["CDC_PG_PASSWORD"],

@@ -8,12 +8,11 @@ the Debezium user connects over TCP with a password from the credentials.
 
 from __future__ import annotations
 
-import re
 import shutil
 from pathlib import Path
 from typing import Any
 
-from .credentials import Credentials
+from .credentials import Credentials, check_identifier
 from .errors import StackError
 from .proc import (
     current_user,
@@ -156,8 +155,7 @@ class MariaDB:
     def prepare(self, credentials: Credentials) -> None:
         """movies_db.movies with a few rows (when first created) and the Debezium user (idempotent)."""
         user, password = credentials.mariadb_user, credentials.mariadb_password
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", user):
-            raise StackError(SERVICE, f"CDC_MARIADB_USER={user!r} is not a plain identifier")
+        check_identifier(SERVICE, "CDC_MARIADB_USER", user)
         exists = self.sql(
             "select count(*) from information_schema.tables "
             f"where table_schema = '{DATABASE}' and table_name = 'movies'"

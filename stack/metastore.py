@@ -14,37 +14,31 @@ in ``$CDC_STACK_DIR/metastore-credentials.env`` (mode 600, never committed).
 
 from __future__ import annotations
 
+import importlib.util
 import os
-import re
 import secrets
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from xml.etree import ElementTree
 from xml.sax.saxutils import escape
 
-from .credentials import read_private, write_private, write_private_text
+from .credentials import check_identifier, check_plain, read_private, write_private, write_private_text
 from .errors import StackError
 from .postgres import Postgres
 from .settings import HOST, Settings
 
 SERVICE = "metastore"
-# Hive's metastore model (its package.jdo in hive-metastore 2.3.9, Spark's built-in client).
-# DataNucleus registers these classes when the metastore starts, so it creates every
-# table it lacks then, before any transaction: left to first use, it creates a table on
-# a second connection while the first holds locks on the tables that one references,
-# and PostgreSQL makes the creation wait for ever.
-MODEL_CLASSES = (
-    "MDatabase", "MFieldSchema", "MType", "MTable", "MConstraint", "MSerDeInfo", "MOrder", "MColumnDescriptor",
-    "MStringList", "MStorageDescriptor", "MPartition", "MIndex", "MRole", "MRoleMap", "MGlobalPrivilege",
-    "MDBPrivilege", "MTablePrivilege", "MPartitionPrivilege", "MTableColumnPrivilege",
-    "MPartitionColumnPrivilege", "MPartitionEvent", "MMasterKey", "MDelegationToken", "MTableColumnStatistics",
-    "MPartitionColumnStatistics", "MVersionTable", "MResourceUri", "MFunction", "MNotificationLog",
-    "MNotificationNextId",
-)
+# Hive's metastore classes, read from the package.jdo of the hive-metastore jar PySpark
+# ships (Spark's built-in client). DataNucleus registers them when the metastore starts,
+# so it creates every table it lacks then, before any transaction: left to first use, it
+# creates a table on a second connection while the first holds locks on the tables that
+# one references, and PostgreSQL makes the creation wait for ever.
+MODEL_JAR_GLOB = "hive-metastore-*.jar"
 DATABASE = "metastore"
 USER_KEY = "CDC_METASTORE_USER"
 PASSWORD_KEY = "CDC_METASTORE_PASSWORD"
 DEFAULT_USER = "cdc_metastore"
-_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -65,11 +59,19 @@ def load_metastore_credentials(path: Path) -> MetastoreCredentials:
         write_private(path, stored)
     user = os.environ.get(USER_KEY) or stored.get(USER_KEY) or DEFAULT_USER
     password = os.environ.get(PASSWORD_KEY) or stored[PASSWORD_KEY]
-    if not _PLAIN.fullmatch(user):
-        raise StackError(SERVICE, f"{USER_KEY}={user!r} is not a plain identifier")
-    if any(c in password for c in "'\"\\\n\r"):
-        raise StackError(SERVICE, f"{PASSWORD_KEY} must contain no quotes, backslashes or newlines")
-    return MetastoreCredentials(user, password)
+    return MetastoreCredentials(check_identifier(SERVICE, USER_KEY, user), check_plain(PASSWORD_KEY, password))
+
+
+def model_classes() -> list[str]:
+    """The persistent classes of Hive's metastore model, from PySpark's hive-metastore jar."""
+    spec = importlib.util.find_spec("pyspark")
+    jars = sorted(Path(spec.submodule_search_locations[0], "jars").glob(MODEL_JAR_GLOB)) if spec else []
+    if not jars:
+        raise StackError(SERVICE, f"no {MODEL_JAR_GLOB} among PySpark's jars: run `make setup`")
+    with zipfile.ZipFile(jars[-1]) as jar:
+        metadata = ElementTree.fromstring(jar.read("package.jdo"))
+    return [f"{package.get('name')}.{cls.get('name')}"
+            for package in metadata.iter("package") for cls in package.iter("class")]
 
 
 class Metastore:
@@ -87,20 +89,8 @@ class Metastore:
 
     def prepare(self) -> None:
         """Role, database and hive-site.xml (idempotent; PostgreSQL must run)."""
-        user, password = self.credentials.user, self.credentials.password
-        self.postgres.psql(
-            f"""
-            do $$
-            begin
-              if not exists (select from pg_roles where rolname = '{user}') then
-                create role "{user}" login password '{password}';
-              else
-                alter role "{user}" login password '{password}';
-              end if;
-            end $$;
-            """,
-            db="postgres",
-        )
+        user = self.credentials.user
+        self.postgres.ensure_role(user, self.credentials.password)
         if self.postgres.scalar(f"select 1 from pg_database where datname = '{DATABASE}'", db="postgres") != "1":
             self.postgres.psql(f'create database {DATABASE} owner "{user}"', db="postgres")
         self.write_hive_site()
@@ -114,8 +104,7 @@ class Metastore:
             "datanucleus.schema.autoCreateAll": "true",
             "hive.metastore.schema.verification": "false",
             "datanucleus.autoStartMechanism": "Classes",
-            "datanucleus.autoStartClassNames": ",".join(f"org.apache.hadoop.hive.metastore.model.{c}"
-                                                        for c in MODEL_CLASSES),
+            "datanucleus.autoStartClassNames": ",".join(model_classes()),
         }
         body = "".join(f"  <property><name>{escape(k)}</name><value>{escape(v)}</value></property>\n"
                        for k, v in properties.items())

@@ -14,11 +14,10 @@ import csv
 import io
 import os
 import pwd
-import re
 import shutil
 from pathlib import Path
 
-from .credentials import Credentials
+from .credentials import Credentials, check_identifier
 from .errors import StackError
 from .proc import (
     chown_tree,
@@ -254,8 +253,8 @@ class Postgres:
     def prepare_cdc(self, credentials: Credentials) -> None:
         """Debezium role, grants, partition keys and the publication (idempotent)."""
         user, password = credentials.pg_user, credentials.pg_password
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", user):
-            raise StackError(SERVICE, f"CDC_PG_USER={user!r} is not a plain identifier")
+        check_identifier(SERVICE, "CDC_PG_USER", user)
+        self.ensure_role(user, password, "login replication")
         tables = ", ".join(f"public.{t}" for t in TABLES)
         keys = "\n".join(
             f"""
@@ -269,11 +268,6 @@ class Postgres:
             f"""
             do $$
             begin
-              if not exists (select from pg_roles where rolname = '{user}') then
-                create role "{user}" login replication password '{password}';
-              else
-                alter role "{user}" login replication password '{password}';
-              end if;
               {keys}
               if not exists (select from pg_publication where pubname = '{PUBLICATION}') then
                 create publication {PUBLICATION} for table {tables}
@@ -290,6 +284,23 @@ class Postgres:
             grant usage on schema northwind to "{user}";
             grant select on all tables in schema northwind to "{user}";
             """
+        )
+
+    def ensure_role(self, user: str, password: str, attributes: str = "login") -> None:
+        """Create the role `user` with `attributes` and `password`, or set them on it
+        (idempotent; `user` a checked identifier, `password` checked plain)."""
+        self.psql(
+            f"""
+            do $$
+            begin
+              if not exists (select from pg_roles where rolname = '{user}') then
+                create role "{user}" {attributes} password '{password}';
+              else
+                alter role "{user}" {attributes} password '{password}';
+              end if;
+            end $$;
+            """,
+            db="postgres",
         )
 
     def dsn(self, credentials: Credentials) -> str:

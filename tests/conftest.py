@@ -104,10 +104,11 @@ def spark():
     from ingestion.spark import get_session, jvm_archive, profile_spark_settings
 
     # The jar list is the profile's (CDC_SPARK_JARS, else its default, relative to the project).
-    jars = [ROOT / jar for jar in profile_spark_settings("local")["spark.jars"].split(",")]
+    settings = profile_spark_settings("local")
+    jars = [ROOT / jar for jar in settings["spark.jars"].split(",")]
     os.environ["CDC_SPARK_JARS"] = ",".join(str(jar) for jar in jars)
     # ... and the driver's own class path (the shared metastore's JDBC driver).
-    classpath = ROOT / profile_spark_settings("local")["spark.driver.extraClassPath"]
+    classpath = ROOT / settings["spark.driver.extraClassPath"]
     os.environ["CDC_DRIVER_CLASSPATH"] = str(classpath)
     jars.append(classpath)
     # The same for the JVM archive `make setup` builds (tests/integration/test_jvm_archive.py).
