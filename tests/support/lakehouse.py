@@ -19,6 +19,17 @@ def dbt_invoke(*args: str, project: Path = ROOT) -> Any:
     return dbtRunner().invoke([*args, "--project-dir", str(project), "--profiles-dir", str(ROOT / "profiles")])
 
 
+def project_copy(tmp_path: Path) -> Path:
+    """A copy of this dbt project (its YAML, macros, models and seeds) under `tmp_path`,
+    for a test to change without touching the project."""
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in ("dbt_project.yml", "selectors.yml", "macros", "models", "seeds"):
+        source = ROOT / name
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, project / name)
+    return project
+
+
 def dbt(*args: str) -> Any:
     """`dbt <args>` on this project; fails the test if dbt fails, else returns dbt's
     result (e.g. `.results[0].node.compiled_code` of a compile)."""
