@@ -40,7 +40,7 @@ help:
 	@echo "make setup / clean     fetch what the project needs / remove what runs wrote"
 
 # --- setup (idempotent: stamps record what is done) --------------------------
-setup: $(VENV)/.installed $(JARS)/.fetched $(JARS)/.stack-fetched build/.stack-apt $(CDC_JVM_ARCHIVE)
+setup: $(VENV)/.installed $(JARS)/.fetched $(JARS)/.stack-fetched build/.stack-apt build/.chromium-apt $(CDC_JVM_ARCHIVE)
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -60,6 +60,19 @@ $(CDC_JVM_ARCHIVE): $(VENV)/.installed $(JARS)/.fetched profiles/profiles.yml to
 	mkdir -p build
 	$(BIN)/python -m tools.jvm_archive --out $@ > build/jvm-archive.log 2>&1 \
 		|| { tail -n 40 build/jvm-archive.log; echo "building $@ failed: see build/jvm-archive.log"; exit 1; }
+
+# Debian's chromium, the headless browser tests/integration/test_dbt_docs.py reads the
+# dbt docs site in; installed only when missing (it has no system service to keep stopped).
+build/.chromium-apt:
+	@set -e; \
+	if [ ! -x /usr/bin/chromium ]; then \
+	  if [ "$$(id -u)" != 0 ]; then echo "please install (as root): apt-get install -y chromium" >&2; exit 1; fi; \
+	  echo "apt-get install chromium"; \
+	  apt-get update -q >/dev/null; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium >/dev/null; \
+	fi
+	mkdir -p $(@D)
+	touch $@
 
 # --- the sample change streams (generated from Pagila, never committed) ------
 $(SAMPLE)/.generated: setup tools/sample_data/*.py
