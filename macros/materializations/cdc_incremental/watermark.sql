@@ -15,11 +15,21 @@
 {% endmacro %}
 
 
+{#- With the watermark, `cdc.sources`: the bronze tables it is a commit of, so that
+    `python -m status` can tell the table's lag behind them without parsing the project. -#}
 {% macro cdc_write_watermark(target_relation, batch) %}
     {%- set newest = run_query('select max(_cdc_window_commit_time) from ' ~ batch).columns[0].values()[0] -%}
     {%- if newest is not none -%}
+        {%- set sources = [] -%}
+        {%- for source_node in cdc_source_nodes() -%}
+            {%- set name = source_node.schema ~ '.' ~ source_node.identifier -%}
+            {%- if modules.re.match('^[A-Za-z0-9_]+[.][A-Za-z0-9_]+$', name) -%}
+                {%- do sources.append(name) -%}
+            {%- endif -%}
+        {%- endfor -%}
         {%- call statement('cdc_write_watermark') -%}
-            alter table {{ target_relation }} set tblproperties ('cdc.watermark' = '{{ newest }}')
+            alter table {{ target_relation }} set tblproperties (
+                'cdc.watermark' = '{{ newest }}', 'cdc.sources' = '{{ sources | join(",") }}')
         {%- endcall -%}
     {%- endif -%}
 {% endmacro %}

@@ -1,0 +1,1 @@
+"""`python -m status`: per silver table, where it stands (docs/reference/status.md)."""

@@ -1,0 +1,5 @@
+import sys
+
+from status.cli import main
+
+sys.exit(main())
