@@ -24,7 +24,7 @@ export PYSPARK_PYTHON := $(CURDIR)/$(BIN)/python
 # The Spark driver's class data sharing archive (tools/jvm_archive; profiles/profiles.yml).
 export CDC_JVM_ARCHIVE ?= $(CURDIR)/$(JARS)/spark-driver.jsa
 
-.PHONY: help setup demo test test-long test-unit test-integration lint clean sample bench
+.PHONY: help setup demo test test-long test-unit test-integration test-cluster lint clean sample bench
 
 help:
 	@echo "make demo              set up if needed, build the sample lakehouse, print its tables"
@@ -32,6 +32,7 @@ help:
 	@echo "make test-unit         the tests under tests/unit only"
 	@echo "make test-integration  every test but tests/unit and the CDC stack's tests/e2e"
 	@echo "make test-long         the property and crash tests with a large budget"
+	@echo "make test-cluster      the project on a Spark standalone cluster + Thrift Server (its own stack)"
 	@echo "make lint              sqlfluff on the dbt models"
 	@echo "make bench             the benchmark at full scale (BENCH_SCALE=small: shorter)"
 	@echo "make cdc-up / cdc-down the local CDC stack (PostgreSQL, MariaDB, Kafka, Debezium, ...)"
@@ -94,6 +95,11 @@ test-unit: setup
 
 test-integration: setup
 	$(BIN)/python -m pytest -q tests --ignore=tests/unit --ignore=tests/e2e
+
+# The project on a Spark standalone cluster with a Thrift Server: the test starts and stops
+# its own stack (docs/how-to/run-on-a-cluster.md); make test leaves it out.
+test-cluster: setup
+	CDC_CLUSTER_TESTS=1 $(BIN)/python -m pytest -q --durations=5 tests/cluster
 
 # The property and crash tests with a large budget (more random change streams, more kills;
 # how long it takes: docs/operations/tests.md; raise CDC_PROPERTY_EXAMPLES / CDC_CRASH_KILLS for more).

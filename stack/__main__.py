@@ -7,7 +7,7 @@ import json
 import sys
 import time
 
-from . import api
+from . import api, spark_cluster
 from .errors import StackError
 
 
@@ -15,7 +15,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m stack", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p_up = sub.add_parser("up", help="start the stack (reuses what runs)")
-    p_up.add_argument("--only", help=f"comma-separated subset of {','.join(api.COMPONENTS)}")
+    p_up.add_argument("--only", help=f"comma-separated subset of {','.join(api.COMPONENTS + spark_cluster.COMPONENTS)} "
+                      "(the Spark cluster only when asked for: stack/spark_cluster.py)")
     p_down = sub.add_parser("down", help="stop everything the stack started")
     p_down.add_argument("--purge", action="store_true", help="also delete $CDC_STACK_DIR")
     sub.add_parser("status", help="services and connectors, as JSON")
@@ -36,8 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     try:
         if args.command == "up":
-            only = args.only.split(",") if args.only else None
-            info = api.up(only)
+            only, cluster = spark_cluster.normalize(args.only.split(",")) if args.only else (None, [])
+            info = api.up(only) if only is None or only else api.info([])
+            cluster_env = spark_cluster.up(cluster) if cluster else {}
             print(f"stack up in {time.monotonic() - started:.1f}s: {', '.join(info.components)}")
             print(f"  postgres  127.0.0.1:{info.pg_port} (socket {info.pg_socket_dir}), database pagila")
             print(f"  mariadb   127.0.0.1:{info.mariadb_port} (socket {info.mariadb_socket}), database movies_db")
@@ -51,9 +53,17 @@ def main(argv: list[str] | None = None) -> int:
             if "metastore" in info.components:
                 print("  metastore database metastore in the stack's PostgreSQL; to share it: "
                       + " ".join(f"export {k}={v}" for k, v in info.metastore_env.items()))
+            if cluster:
+                print(f"  spark     {cluster_env['CDC_SPARK_MASTER']} (UI {cluster_env['master_ui']}): "
+                      + ", ".join(cluster))
+            if "thrift" in cluster:
+                print("  thrift    for `dbt --target thrift`: " + " ".join(
+                    f"export {k}={cluster_env[k]}" for k in ("CDC_THRIFT_HOST", "CDC_THRIFT_PORT", "CDC_THRIFT_AUTH",
+                                                             "CDC_THRIFT_USER")))
             print(f"  logs      {info.logs_dir}")
             print(f"  credentials: {info.stack_dir / 'credentials.env'} unless CDC_* variables are set")
         elif args.command == "down":
+            spark_cluster.down()
             api.down(purge=args.purge)
             print("stack down" + (" (purged)" if args.purge else ""))
         elif args.command == "status":

@@ -11,6 +11,9 @@
 | ``CDC_CONNECT_PORT`` | 28083 |
 | ``CDC_S3_PORT`` | 29000 (S3Proxy, ``stack/s3.py``) |
 | ``CDC_REGISTRY_PORT`` | 28081 (Apicurio Registry, ``stack/registry.py``) |
+| ``CDC_SPARK_MASTER_PORT`` / ``CDC_SPARK_MASTER_UI_PORT`` | 27077 / 28480 (``stack/spark_cluster.py``) |
+| ``CDC_SPARK_WORKER_UI_PORT`` | 28481 (the second worker: one above) |
+| ``CDC_THRIFT_PORT`` | 20000 (the Spark Thrift Server) |
 | ``CDC_PG_BINDIR`` | the newest ``/usr/lib/postgresql/<n>/bin`` |
 """
 
@@ -46,6 +49,12 @@ DEFAULT_PORTS = {
     "CDC_CONNECT_PORT": 28083,
     "CDC_S3_PORT": 29000,
     "CDC_REGISTRY_PORT": 28081,
+    # The Spark standalone cluster and its Thrift Server (stack/spark_cluster.py); the second
+    # worker's UI listens one above CDC_SPARK_WORKER_UI_PORT.
+    "CDC_SPARK_MASTER_PORT": 27077,
+    "CDC_SPARK_MASTER_UI_PORT": 28480,
+    "CDC_SPARK_WORKER_UI_PORT": 28481,
+    "CDC_THRIFT_PORT": 20000,
 }
 
 
