@@ -3,7 +3,8 @@
 a watermark equal to bronze's newest commit (0 s behind bronze), the file groups and
 their bytes as the table's folder holds them, and the newest source time among the
 events. With the second batch landed but not built, it is behind bronze by exactly the
-time between the two bronze commits. After a second build, a compaction scheduled and
+time between the two bronze commits. After a second build, cdc_as_of reads silver.actor
+as the first build left it (by instant and by timestamp); a compaction scheduled and
 not run is listed as pending, and no longer once it has run. Every expectation is read
 apart from the status code: from the fixture, bronze's rows and the table's files."""
 
@@ -18,6 +19,7 @@ import pytest
 from ingestion.pipeline import IngestConfig, run as ingest
 from status.collect import collect
 from status.render import render, to_json
+from tests.support import oracle
 from tests.support.lakehouse import dbt_invoke
 from tests.support.paths import ROOT
 from tests.support.sink_formats import write_recorded_json
@@ -71,6 +73,32 @@ def requested_compactions(spark) -> list[str]:
     return sorted(p.name.split(".")[0] for p in timeline.rglob("*.compaction.requested"))
 
 
+def shown(sql: str) -> list[tuple]:
+    """`dbt show --inline sql`'s rows: actor_id, first_name, last_name."""
+    result = dbt_invoke("show", "--inline", sql, "--limit", "-1")
+    assert result.success, result.exception or result.result
+    table = result.result.results[0].agate_table
+    return sorted((int(row["actor_id"]), row["first_name"], row["last_name"]) for row in table.rows)
+
+
+def expected(batch_dirs: list[Path]) -> list[tuple]:
+    rows = oracle.expected_current_state(oracle.files_in(batch_dirs, "actor"), "actor")
+    return sorted((row["actor_id"], row["first_name"], row["last_name"]) for row in rows)
+
+
+def assert_time_travel(spark, tmp_path: Path, first_commit: str) -> None:
+    """cdc_as_of: silver.actor at the first build's commit (as an instant, and as its
+    timestamp) is the state of the first batch; now it is that of both batches."""
+    first, both = expected([tmp_path / "first"]), expected([tmp_path / "first", tmp_path / "second"])
+    assert first != both
+    assert shown(f"{{{{ cdc_as_of(ref('actor'), '{first_commit}') }}}}") == first
+    moment = instant(first_commit).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    assert shown(f"{{{{ cdc_as_of(ref('actor'), '{moment}') }}}}") == first
+    assert shown("select * from {{ ref('actor') }}") == both
+    refused = dbt_invoke("show", "--inline", "{{ cdc_as_of(ref('actor'), \"1' or '1\") }}")
+    assert not refused.success and "is neither a Hudi instant" in str(refused.exception or refused.result)
+
+
 def test_status_follows_builds_bronze_and_table_services(spark, tmp_path: Path):
     lines = FIXTURE.read_text().splitlines()
     first = land_batch(spark, tmp_path, "first", lines[:4])
@@ -99,6 +127,7 @@ def test_status_follows_builds_bronze_and_table_services(spark, tmp_path: Path):
     assert "actor" in render([behind]) and json.loads(to_json([behind]))["tables"][0]["watermark"] == bronze_newest
 
     assert dbt_invoke("run", "--select", "actor").success
+    assert_time_travel(spark, tmp_path, status.last_commit)
     # scheduled now, whatever the table's every-N-delta-commits trigger says
     spark.sql(f"call run_compaction(op => 'schedule', table => '{STATE}', "
               "options => 'hoodie.compact.inline.max.delta.commits=1')").collect()
