@@ -29,6 +29,7 @@ from ingestion.pipeline import (
     SAMPLES_PER_TOPIC,
     RunSummary,
     TableSummary,
+    newest_of,
     log_quarantine,
     write_tables,
     default_sources_yml,
@@ -70,6 +71,9 @@ def _merge(summary: RunSummary, batch: list[TableSummary]) -> None:
         known.quarantined += entry.quarantined
         known.tombstones += entry.tombstones
         known.skipped += entry.skipped
+        for op, count in entry.ops.items():
+            known.ops[op] = known.ops.get(op, 0) + count
+        known.newest_source_ts_ms = newest_of(known.newest_source_ts_ms, entry.newest_source_ts_ms)
     summary.tables.sort(key=lambda t: t.table)
 
 
@@ -209,6 +213,7 @@ def _batch_counts(
             entry.quarantined = row["quarantined_count"]
             entry.tombstones = row["tombstone_count"]
             entry.skipped = row["skipped_count"]
+            entry.count_accepted(row)
         result.append(entry)
     return result
 

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 from urllib.parse import unquote
 
 from pyspark import StorageLevel
@@ -75,6 +75,26 @@ class TableSummary:
     held: int = 0
     skipped: int = 0
     duplicates: int = 0
+    ops: dict[str, int] = field(default_factory=dict)  # accepted records (landed + held) by Debezium op
+    newest_source_ts_ms: int | None = None  # the newest source time among them
+
+    def count_accepted(self, row: Mapping[str, Any]) -> None:
+        """Adds a stats row's accepted records by op and its newest source time."""
+        for op in transform.REPORTED_OPS:
+            if row[f"op_{op}_count"]:
+                self.ops[op] = self.ops.get(op, 0) + row[f"op_{op}_count"]
+        self.newest_source_ts_ms = newest_of(self.newest_source_ts_ms, row[transform.NEWEST_SOURCE_TS])
+
+    def as_report(self) -> dict[str, Any]:
+        """The counts as a JSON-ready dict (the runner's machine-readable report)."""
+        return {"table": self.table, "topic": self.topic, "files": self.files, "events_read": self.events_read,
+                "landed": self.landed, "held_already": self.held, "quarantined": self.quarantined,
+                "tombstones": self.tombstones, "skipped": self.skipped, "duplicates": self.duplicates,
+                "accepted_by_op": dict(sorted(self.ops.items())), "newest_source_ts_ms": self.newest_source_ts_ms}
+
+
+def newest_of(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else max(a, b)
 
 
 @dataclass
@@ -92,6 +112,12 @@ class RunSummary:
     @property
     def duplicates(self) -> int:
         return sum(t.duplicates for t in self.tables)
+
+    def as_report(self) -> dict[str, Any]:
+        """The run's counts as a JSON-ready dict (the runner's machine-readable report)."""
+        return {"tables": [t.as_report() for t in self.tables], "files_skipped_as_ingested": self.files_skipped,
+                "skipped_by_rule": dict(self.skipped), "kafka_micro_batches": self.batches,
+                "reprocess": self.reprocess, "quarantined": self.quarantined}
 
     def table(self, name: str) -> TableSummary:
         return next(t for t in self.tables if t.table == name)
@@ -288,9 +314,11 @@ def _file_stats(splits: list) -> dict[str, dict[str, int]]:
     """Per file: its transform.STATUS_COUNTS, summed over its splits (split_stats rows)."""
     stats: dict[str, dict[str, int]] = {}
     for row in splits:
-        entry = stats.setdefault(row["_source_file"], dict.fromkeys(transform.STATUS_COUNTS, 0))
+        entry = stats.setdefault(row["_source_file"], {**dict.fromkeys(transform.STATUS_COUNTS, 0),
+                                                        transform.NEWEST_SOURCE_TS: None})
         for name in transform.STATUS_COUNTS:
             entry[name] += row[name]
+        entry[transform.NEWEST_SOURCE_TS] = newest_of(entry[transform.NEWEST_SOURCE_TS], row[transform.NEWEST_SOURCE_TS])
     return stats
 
 
@@ -412,6 +440,7 @@ def _summarize(files: list[extract.SourceFile], stats: dict, key_map: dict[str, 
             entry.quarantined += row["quarantined_count"]
             entry.tombstones += row["tombstone_count"]
             entry.skipped += row["skipped_count"]
+            entry.count_accepted(row)
             entry.duplicates += (row["lines"] - row["landed_count"] - row["quarantined_count"] - row["tombstone_count"]
                                  - row["skipped_count"])
     return [tables[name] for name in sorted(tables)]

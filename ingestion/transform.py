@@ -674,19 +674,27 @@ def to_quarantine(classified: DataFrame, ingested_at: datetime) -> DataFrame:
     return _stamped(rejected, QUARANTINE_COLUMNS, ingested_at)
 
 
-# The counts of file_stats and split_stats: lines, and lines of each status.
+# Debezium's ops, counted per file among its accepted records for the runner's report.
+REPORTED_OPS = ("c", "u", "d", "r", "t")
+# The counts of file_stats and split_stats: lines, lines of each status, accepted records of each op.
 STATUS_COUNTS = ["lines", *(status + "_count" for status in (
-    STATUS_LANDED, STATUS_QUARANTINED, STATUS_TOMBSTONE, STATUS_SKIPPED))]
+    STATUS_LANDED, STATUS_QUARANTINED, STATUS_TOMBSTONE, STATUS_SKIPPED)), *(f"op_{op}_count" for op in REPORTED_OPS)]
+# ... and the newest source time (epoch ms) among them, to tell how far bronze is behind its source.
+NEWEST_SOURCE_TS = "newest_source_ts_ms"
 
 
 def status_counts() -> list[Column]:
-    """The STATUS_COUNTS aggregates over classified lines."""
+    """The STATUS_COUNTS aggregates over classified lines, and NEWEST_SOURCE_TS."""
 
     def count(status: str) -> Column:
         return F.sum(F.when(F.col("_status") == status, 1).otherwise(0)).cast("bigint").alias(status + "_count")
 
+    landed = F.col("_status") == STATUS_LANDED
+    ops = [F.sum(F.when(landed & (F.col("_op") == op), 1).otherwise(0)).cast("bigint").alias(f"op_{op}_count")
+           for op in REPORTED_OPS]
+    newest = F.max(F.when(landed, F.coalesce(F.col("_source_ts_ms"), F.col("_ts_ms")))).alias(NEWEST_SOURCE_TS)
     return [F.count(F.lit(1)).cast("bigint").alias("lines"), count(STATUS_LANDED), count(STATUS_QUARANTINED),
-            count(STATUS_TOMBSTONE), count(STATUS_SKIPPED)]
+            count(STATUS_TOMBSTONE), count(STATUS_SKIPPED), *ops, newest]
 
 
 def file_stats(classified: DataFrame, by: str = "_source_file") -> DataFrame:

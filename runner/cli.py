@@ -27,6 +27,8 @@ from typing import Callable, Iterator, Sequence
 from ingestion import cli as ingestion_cli
 from ingestion.errors import IngestionError, UsageError
 from ingestion.lock import RunLockedError, exclusive
+from runner.report import PassReport, dbt_section, freshness_section, ingestion_section, utc_now
+from runner.report import write as write_report
 
 log = logging.getLogger("runner")
 
@@ -35,6 +37,7 @@ EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_QUARANTINED = 3
 EXIT_LOCKED = 4
+EXIT_STALE = 7  # a bronze source past its freshness error threshold (--freshness)
 
 
 def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:
@@ -54,7 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m runner",
         description="One ingestion pass plus `dbt build`, once or every N seconds.",
-        epilog="exit codes: 0 ok, 3 ok but records were quarantined, 2 usage, 4 another run holds the lock, 1 failure",
+        epilog="exit codes: 0 ok, 3 ok but records were quarantined, 2 usage, 4 another run holds the lock, 1 failure; "
+               "with --verify also 5 silver differs from the sources, 6 it differs while behind them (may be lag); "
+               "with --freshness also 7 a bronze source is past its freshness error threshold",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     when = parser.add_mutually_exclusive_group(required=True)
@@ -74,7 +79,56 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --every: run dbt build on every pass; by default a pass that lands nothing after "
              "a passing build skips it (use this when something else also writes to bronze)",
     )
+    parser.add_argument(
+        "--report", type=Path, metavar="PATH",
+        help="after every pass, write its machine-readable report (JSON) to PATH, replacing the last "
+             "(docs/reference/runner-report.md)",
+    )
+    parser.add_argument(
+        "--freshness", action="store_true",
+        help="after the build, run `dbt source freshness` on the bronze sources and report it; "
+             f"exit {EXIT_STALE} when a source is past its error threshold",
+    )
+    parser.add_argument(
+        "--verify", action="store_true",
+        help="after a passing pass, compare silver with the source databases (python -m verify, "
+             "docs/how-to/verify-the-lake.md); its exit code when they differ",
+    )
+    parser.add_argument(
+        "--verify-arg", action="append", default=[], metavar="ARG",
+        help="extra argument for the --verify step, repeatable (e.g. --verify-arg=--json --verify-arg=out.json)",
+    )
     return parser
+
+
+def verify_step(code: int, verify_args: argparse.Namespace, target: str | None) -> int:
+    """`python -m verify` on the pass's Spark session, after a pass that passed: its exit
+    code when silver differs from the sources or cannot be compared, else the pass's."""
+    from ingestion.spark import get_session
+    from verify import cli as verify_cli
+    from verify.errors import VerifyError
+
+    if code not in (EXIT_OK, EXIT_QUARANTINED):
+        return code
+    try:
+        found = verify_cli.run(get_session(target), verify_args).exit_code
+    except VerifyError as exc:
+        log.error("verify failed: %s", exc)
+        return EXIT_FAILURE
+    return found or code
+
+
+def _write_report(path: Path | None, report: PassReport, code: int, error: str | None = None) -> None:
+    """The pass's report at `path` (--report), if asked; a report that cannot be written
+    is logged, never the reason a pass fails."""
+    if path is None:
+        return
+    report.finish(code)
+    report.error = report.error or error
+    try:
+        write_report(report, path)
+    except OSError as exc:
+        log.error("could not write the report to %s: %s", path, exc)
 
 
 def _lock_path() -> Path:
@@ -105,16 +159,67 @@ class LoopState:
     built: bool = False
 
 
+def _dbt_common_args(dbt_args: list[str]) -> list[str]:
+    from ingestion.spark import PROJECT_DIR
+
+    # the project's own profiles/ unless the user points dbt elsewhere (as `make` does)
+    profiles = [] if "--profiles-dir" in dbt_args or os.environ.get("DBT_PROFILES_DIR") else [
+        "--profiles-dir", str(PROJECT_DIR / "profiles")]
+    return ["--project-dir", str(PROJECT_DIR), *profiles]
+
+
+SELECTION_FLAGS = ("--select", "-s", "--exclude", "--selector")
+
+
+def _selection(dbt_args: list[str]) -> list[str]:
+    """The selection flags of the build's arguments and their values: freshness then
+    checks the sources of the models the pass builds."""
+    kept, keep = [], False
+    for arg in dbt_args:
+        if arg.startswith("-"):
+            flag = arg.split("=", 1)[0]
+            keep = flag in SELECTION_FLAGS and "=" not in arg
+            if flag in SELECTION_FLAGS:
+                kept.append(arg)
+        elif keep:
+            kept.append(arg)
+    return kept
+
+
+def freshness_step(code: int, dbt_args: list[str], report: PassReport) -> int:
+    """`dbt source freshness` on the bronze sources the build selects, reported;
+    EXIT_STALE when one is past its error threshold (or cannot be read) and the pass was
+    otherwise fine."""
+    from dbt.cli.main import dbtRunner
+
+    started = time.monotonic()
+    result = dbtRunner().invoke(["source", "freshness", *_dbt_common_args(dbt_args), *_selection(dbt_args)])
+    report.seconds["freshness"] = time.monotonic() - started
+    if result.result is None:
+        log.error("dbt source freshness failed: %s", result.exception)
+        return EXIT_FAILURE
+    report.freshness = freshness_section(result.result.results)
+    late = [s for s in report.freshness if s["status"] != "pass"]
+    if late:
+        log.warning("freshness: %s", ", ".join(f"{s['source']} {s['status']}" for s in late))
+    if any(s["status"] != "warn" for s in late) and code in (EXIT_OK, EXIT_QUARANTINED):
+        return EXIT_STALE
+    return code
+
+
 def one_pass(ingest_args: argparse.Namespace, dbt_args: list[str], target: str | None,
-             state: LoopState | None = None, build_always: bool = False) -> int:
+             state: LoopState | None = None, build_always: bool = False, report: PassReport | None = None,
+             freshness: bool = False) -> int:
     """Ingest, then build; returns an exit code. dbt runs in-process on the same session.
     With `state`, a pass that lands nothing after a passing build skips `dbt build`: no
     model has a new bronze commit to read (unless another writer changed bronze:
-    `build_always`)."""
+    `build_always`). `report` is filled with what the pass did; `freshness` runs
+    freshness_step after the build."""
     from dbt.cli.main import dbtRunner
 
-    from ingestion.spark import PROJECT_DIR, get_session
+    from ingestion.spark import get_session
 
+    report = report if report is not None else PassReport()
     run_ingestion = ingestion_cli.make_run(ingest_args)  # raises UsageError before Spark starts
     with _stop_signals_held():
         spark = get_session(target)
@@ -124,25 +229,28 @@ def one_pass(ingest_args: argparse.Namespace, dbt_args: list[str], target: str |
     summary = run_ingestion(spark)
     print(summary.render(), flush=True)
     ingested = time.monotonic()
+    report.seconds["ingestion"] = ingested - started
+    report.ingestion = ingestion_section(summary.as_report(), utc_now())
+    code = EXIT_QUARANTINED if summary.quarantined else EXIT_OK
     if built and not build_always and not any(t.landed for t in summary.tables):
         state.built = True
         log.info("nothing landed since the last dbt build, which passed: dbt build skipped")
         log.info("ingestion %.1fs, dbt build %.1fs: %s", ingested - started, 0.0, "ok")
-        return EXIT_QUARANTINED if summary.quarantined else EXIT_OK
-    # the project's own profiles/ unless the user points dbt elsewhere (as `make` does)
-    profiles = [] if "--profiles-dir" in dbt_args or os.environ.get("DBT_PROFILES_DIR") else [
-        "--profiles-dir", str(PROJECT_DIR / "profiles")]
+        report.dbt = dbt_section(None, True, skipped_reason="nothing landed since the last dbt build, which passed")
+        return freshness_step(code, dbt_args, report) if freshness else code
     # dbt unit tests check the models' SQL, not the data: CI runs them, a scheduled pass need not
     selects_types = any(arg in ("--resource-type", "--exclude-resource-type") for arg in dbt_args)
     types = [] if selects_types else ["--exclude-resource-type", "unit_test"]
-    result = dbtRunner().invoke(["build", "--project-dir", str(PROJECT_DIR), *profiles, *types, *dbt_args])
+    result = dbtRunner().invoke(["build", *_dbt_common_args(dbt_args), *types, *dbt_args])
+    report.seconds["dbt_build"] = time.monotonic() - ingested
+    report.dbt = dbt_section(getattr(result.result, "results", None), result.success)
     log.info("ingestion %.1fs, dbt build %.1fs: %s", ingested - started, time.monotonic() - ingested,
              "ok" if result.success else "failed")
     if not result.success:
         log.error("dbt build failed: %s", result.exception or "see the dbt log above")
         return EXIT_FAILURE
     state.built = True
-    return EXIT_QUARANTINED if summary.quarantined else EXIT_OK
+    return freshness_step(code, dbt_args, report) if freshness else code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -152,6 +260,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         ingest_parser = ingestion_cli.build_parser()
         ingest_parser.prog = parser.prog  # a mistyped option is reported under the command typed
         ingest_args = ingest_parser.parse_args(rest)
+        if args.verify:
+            from verify import cli as verify_cli
+
+            verify_args = verify_cli.build_parser().parse_args(args.verify_arg)
     except SystemExit as exc:
         return int(exc.code or 0)
     logging.basicConfig(
@@ -167,21 +279,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     failures = 0
     state = LoopState()
     while True:
+        report = PassReport()
         try:
             with exclusive(_lock_path()):
-                code = one_pass(ingest_args, args.dbt_arg, target, state, args.build_always)
+                code = one_pass(ingest_args, args.dbt_arg, target, state, args.build_always, report, args.freshness)
+                if args.verify:
+                    verify_started = time.monotonic()
+                    code = verify_step(code, verify_args, target)
+                    report.seconds["verify"] = time.monotonic() - verify_started
         except UsageError as exc:
             log.error("%s", exc)
+            _write_report(args.report, report, EXIT_USAGE, str(exc))
             return EXIT_USAGE
         except RunLockedError as exc:
             log.warning("%s", exc)
             code = EXIT_LOCKED
+            report.error = str(exc)
         except IngestionError as exc:
             log.error("%s", exc)
             code = EXIT_FAILURE
-        except Exception:  # noqa: BLE001 - a scheduled pass reports any crash and goes on
+            report.error = str(exc)
+        except Exception as exc:  # noqa: BLE001 - a scheduled pass reports any crash and goes on
             log.exception("pass failed")
             code = EXIT_FAILURE
+            report.error = f"{type(exc).__name__}: {exc}"
+        _write_report(args.report, report, code)
         if args.once:
             return code
         failures = failures + 1 if code == EXIT_FAILURE else 0

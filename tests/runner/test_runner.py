@@ -340,8 +340,9 @@ def test_loop_goes_on_after_failed_passes_and_finishes_the_pass_in_progress_on_s
     landing, sources = tmp_path / "topics", tmp_path / "sources.yml"
     replace_text(sources, BAD_SOURCES)
     land(landing, 0, [envelope(*event) for event in FIRST])  # there from the start: the failed pass must not land it
+    report_path = tmp_path / "reports" / "pass.json"
     args = ["--every", EVERY, "--max-failures", "2", "--input", str(landing), "--sources-yml", str(sources),
-            *ACTOR_ONLY]
+            "--report", str(report_path), "--freshness", *ACTOR_ONLY]
     with running(args, runner_env(tmp_path), tmp_path / "runner.log") as (proc, out):
         # pass 1: Spark starts, the ingestion rejects the sources YAML before reading a file
         out.wait_for(BAD_YAML, 1, "pass 1's sources YAML error")
@@ -387,6 +388,8 @@ def test_loop_goes_on_after_failed_passes_and_finishes_the_pass_in_progress_on_s
     assert [m.group(1) for m in out.found(freshness.PASS_DONE)] == ["ok"] * (2 + skipped), text[-5000:]
     assert [int(m.group(1)) for m in out.found(freshness.ACTOR_LANDED)] == [5, 2], text[-5000:]
 
+    assert_last_pass_report(spark, tmp_path, json.loads(report_path.read_text()))
+
     expected = current_state([*FIRST, UPDATE, DELETE])
     assert [row["first_name"] for row in expected] == ["ANNE", "BOBBY", "DORA"]  # the fold above, spelled out
     problems = diff("silver.actor", expected, silver_actor(spark, tmp_path), ["actor_id"])
@@ -394,6 +397,30 @@ def test_loop_goes_on_after_failed_passes_and_finishes_the_pass_in_progress_on_s
     quarantine = spark.read.format("hudi").load(str(tmp_path / "lakehouse" / "warehouse" / "bronze.db" / "_quarantine"))
     assert [tuple(row) for row in quarantine.select("_source_file", "_source_line", "_offset", "reason", "raw")
             .collect()] == [(f"file:{second}", 2, len(FIRST) + 1, "malformed JSON or not a JSON object", MALFORMED)]
+
+
+def assert_last_pass_report(spark, tmp_path: Path, report: dict) -> None:
+    """--report holds the last pass's (pass 5's) report: the second file's records by op,
+    its quarantined line, the build of actor with its rejected-events test, and the
+    freshness of actor's bronze source against bronze's own `_ingested_at`."""
+    started, ended = (datetime.fromisoformat(report[k].replace("Z", "+00:00")) for k in ("started_at", "ended_at"))
+    assert report["exit_code"] == 3 and report["outcome"] == "ok, records quarantined" and started <= ended, report
+    assert set(report["seconds"]) == {"ingestion", "dbt_build", "freshness"}, report["seconds"]
+    (table,) = report["ingestion"]["tables"]
+    assert (table["table"], table["files"], table["events_read"], table["landed"], table["quarantined"],
+            table["tombstones"]) == ("pagila_public_actor", 1, 4, 2, 1, 1), table
+    assert table["accepted_by_op"] == {UPDATE[0]: 1, DELETE[0]: 1}, table
+    newest = max(1_700_000_000_000 + lsn for _, lsn, _ in (UPDATE, DELETE))  # the source ts_ms envelope() writes
+    assert table["newest_source_ts_ms"] == newest
+    assert started.timestamp() - newest / 1000 <= table["source_lag_seconds"] <= ended.timestamp() - newest / 1000
+    dbt_nodes = {node["name"]: node for node in report["dbt"]["nodes"]}
+    assert report["dbt"]["ran"] and report["dbt"]["success"] and dbt_nodes["actor"]["status"] == "success", report["dbt"]
+    assert report["dbt"]["rejected_events"] == {"actor": 0}, report["dbt"]
+    bronze = spark.read.format("hudi").load(str(tmp_path / "lakehouse" / "warehouse" / "bronze.db" / "pagila_public_actor"))
+    loaded = bronze.selectExpr("max(_ingested_at)").first()[0]
+    (source,) = report["freshness"]
+    assert (source["source"], source["status"]) == ("bronze.pagila_public_actor", "pass"), source
+    assert source["max_loaded_at"].startswith(loaded.isoformat(timespec="milliseconds")), (source, loaded)
 
 
 def java_below(pid: int) -> bool:
