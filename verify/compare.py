@@ -20,6 +20,9 @@ MISSING = "missing in silver"
 EXTRA = "extra in silver"
 CHANGED = "changed"
 DUPLICATE = "duplicate key"
+# Differing ranges split per level at most (the first ones, in key order): each child is a
+# CASE branch in the engines' queries; the rest are counted, not named.
+MAX_SPLIT_RANGES = 256
 
 
 @dataclass(frozen=True)
@@ -143,11 +146,13 @@ def reconcile(source: Side, silver: Side, fanout: int = 16, leaf_rows: int = 256
     leaves: list[tuple[KeyRange, int, int]] = []
     while pending:
         to_split = []
-        for key_range, source_rows, silver_rows in pending:
+        for key_range, source_rows, silver_rows in sorted(pending):
             if max(source_rows, silver_rows) <= leaf_rows or key_range.size == 1:
                 leaves.append((key_range, source_rows, silver_rows))
-            else:
+            elif len(to_split) < MAX_SPLIT_RANGES:
                 to_split.append(key_range)
+            else:
+                result.unexplored.append((key_range, source_rows, silver_rows))
         if not to_split:
             break
         children = [child for key_range in to_split for child in key_range.split(fanout)]

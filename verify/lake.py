@@ -48,12 +48,15 @@ def _texts(spec: TableSpec, dialect: Dialect, source_types: Mapping[str, SourceT
         if column.data_type is None:
             not_compared[column.name] = "no data_type declared"
             continue
-        if not can_compare(dialect, declared, source_type) or not can_compare(SPARK, declared, None):
-            not_compared[column.name] = f"{column.data_type} has no canonical text in {dialect.name}"
+        if not can_compare(SPARK, declared, None):
+            not_compared[column.name] = f"{column.data_type} has no canonical text in {SPARK.name}"
             continue
         if source_types is not None and source_type is None:
             # declared before the source has it (ALTER TABLE ADD COLUMN to come): NULL there
             texts[column.name] = dialect.null_text()
+            continue
+        if not can_compare(dialect, declared, source_type):
+            not_compared[column.name] = f"{column.data_type} has no canonical text in {dialect.name}"
             continue
         texts[column.name] = dialect.value(dialect.quote(column.name), declared, source_type)
     return texts

@@ -158,3 +158,15 @@ def test_random_corruptions_are_all_found():
         result = reconcile(MemorySide(rows), MemorySide(silver_rows), fanout=generator.choice([2, 4, 16]),
                            leaf_rows=generator.choice([1, 8, 256]))
         assert {(d.key[0], d.kind) for d in result.differences} == expected
+
+
+def test_a_table_that_differs_everywhere_is_narrowed_within_bounds():
+    from verify import compare
+
+    rows = table(5_000)
+    silver_rows = {k: {**v, "name": v["name"] + "!"} for k, v in rows.items()}
+    silver = MemorySide(silver_rows)
+    result = reconcile(MemorySide(rows), silver, fanout=16, leaf_rows=1, max_rows=100)
+    assert max(n for call, n in silver.calls if call == "stats") <= compare.MAX_SPLIT_RANGES * 16
+    assert len(result.differences) + sum(a for _, a, _ in result.unexplored) == 5_000
+    assert 0 < len(result.differences) <= 100

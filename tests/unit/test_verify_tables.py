@@ -110,3 +110,20 @@ def test_exit_codes_and_what_the_report_says():
     assert to_json(report)["tables"][0]["differences"]["changed"][0]["silver"] == {"price": "1.99"}
     unexplored = Comparison(10, 10, unexplored=[(KeyRange(1, 5), 5, 5)])
     assert not unexplored.in_sync
+
+
+def test_columns_the_source_lacks_yet_compare_as_null_and_unsupported_types_are_listed():
+    from verify.lake import _texts
+    from verify.tables import Column, TableSpec
+
+    spec = TableSpec("rental", "pagila_public_rental", None, ("rental_id",), (
+        Column("rental_id", "int"),
+        Column("return_window", "struct<lower:timestamp,upper:timestamp,lower_inclusive:boolean,"
+                                "upper_inclusive:boolean,is_empty:boolean>"),
+        Column("score", "double"), Column("note", None)))
+    not_compared: dict[str, str] = {}
+    texts = _texts(spec, PostgresDialect(), {"rental_id": SourceType("integer")}, not_compared)
+    assert texts == {"rental_id": '("rental_id")::text', "return_window": "null::text"}
+    assert set(not_compared) == {"score", "note"}
+    silver = _texts(spec, SparkDialect(), None, {})
+    assert list(silver) == ["rental_id", "return_window"]
