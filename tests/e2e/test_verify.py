@@ -12,7 +12,9 @@ MariaDB's movies. Then:
 2. a silver row corrupted and two rows silver keeps that the source does not have (a
    missed delete, one of them under a composite key) are named, with the changed
    column, as real differences (exit 5); silver restored, they are gone;
-3. changes made in the sources but not landed yet are named too, as lag (exit 6).
+3. changes made in the sources but not landed yet are named too, as lag (exit 6);
+4. a runner pass that lands them and builds those tables, with its `--verify` step, ends
+   in sync (exit 0), in the test's own process: Derby admits one process per metastore.
 
 The expectations come from what each test changes, never from verify's output.
 PostgreSQL's WAL is read through pg_walinspect, which the superuser installs here and
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 from pathlib import Path
 
 import psycopg
@@ -43,6 +46,10 @@ MISSING_MOVIE = 424242
 MISSING_FILM_CATEGORY = {"film_id": 1, "category_id": 9999}
 
 
+def checkpoint(run_dir: Path) -> Path:
+    return run_dir / "checkpoints" / "verify"
+
+
 @pytest.fixture(scope="module")
 def lake(spark, cdc_stack, run_dir):
     """The tables above landed and built; pg_walinspect for verify's role."""
@@ -51,7 +58,7 @@ def lake(spark, cdc_stack, run_dir):
     stack.wait_caught_up(TOPIC_PATTERN)
     summary = run_kafka(spark, KafkaIngestConfig(
         source=KafkaSource(bootstrap_servers=cdc_stack.kafka_bootstrap, topic_pattern=TOPIC_PATTERN),
-        checkpoint=str(run_dir / "checkpoints" / "verify")))
+        checkpoint=str(checkpoint(run_dir))))
     assert summary.quarantined == 0, summary.render()
     dbt("run", "--select", *TABLES)
     user = cdc_stack.credentials.pg_user
@@ -173,3 +180,23 @@ def test_source_changes_not_landed_yet_are_lag(lake, cdc_stack, run_dir):
     }
     for table in document["tables"]:
         assert table["position"]["silver"] == "behind" and table["position"]["changes_after_reached"] == 1, table
+
+
+def test_the_runner_s_verify_step_after_a_pass_that_lands_the_lag(lake, spark, cdc_stack, run_dir):
+    import stack
+    from runner.cli import main as runner
+
+    stack.wait_caught_up(TOPIC_PATTERN)
+    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:  # the runner installs its own stop handlers; pytest's come back after
+        code = runner(["--once", "--kafka-bootstrap-servers", cdc_stack.kafka_bootstrap,
+                       "--topic-pattern", TOPIC_PATTERN, "--checkpoint", str(checkpoint(run_dir)),
+                       "--dbt-arg=--select", "--dbt-arg=actor", "--dbt-arg=movies", "--verify",
+                       "--verify-arg=--table=actor", "--verify-arg=--table=movies",
+                       f"--verify-arg=--json={run_dir / 'verify' / 'runner.json'}"])
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+    document = json.loads((run_dir / "verify" / "runner.json").read_text())
+    assert code == 0 and differences(document) == {}, json.dumps(document, indent=1)[:4000]
+    assert spark.sql("select first_name from silver.actor where actor_id = 2").first()[0] == "VERIFY"
