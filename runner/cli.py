@@ -29,6 +29,7 @@ from ingestion.errors import IngestionError, UsageError
 from ingestion.lock import RunLockedError, exclusive
 from runner.report import PassReport, dbt_section, freshness_section, ingestion_section, utc_now
 from runner.report import write as write_report
+from verify.report import EXIT_BEHIND, EXIT_DIFFERENT
 
 log = logging.getLogger("runner")
 
@@ -38,6 +39,10 @@ EXIT_USAGE = 2
 EXIT_QUARANTINED = 3
 EXIT_LOCKED = 4
 EXIT_STALE = 7  # a bronze source past its freshness error threshold (--freshness)
+# What each exit code means, for the pass's report (--report).
+OUTCOMES = {EXIT_OK: "ok", EXIT_FAILURE: "failed", EXIT_USAGE: "usage error", EXIT_QUARANTINED: "ok, records quarantined",
+            EXIT_LOCKED: "locked by another run", EXIT_DIFFERENT: "silver differs from the source",
+            EXIT_BEHIND: "silver behind the source", EXIT_STALE: "a source is stale"}
 
 
 def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:
@@ -123,7 +128,7 @@ def _write_report(path: Path | None, report: PassReport, code: int, error: str |
     is logged, never the reason a pass fails."""
     if path is None:
         return
-    report.finish(code)
+    report.finish(code, OUTCOMES.get(code, "unknown"))
     report.error = report.error or error
     try:
         write_report(report, path)

@@ -16,8 +16,6 @@ from typing import Any
 # The generic test whose failures are a silver model's rejected events (macros/tests).
 REJECTED_TEST = "cdc_no_rejected_events"
 REPORT_VERSION = 1
-OUTCOMES = {0: "ok", 1: "failed", 2: "usage error", 3: "ok, records quarantined", 4: "locked by another run",
-            5: "silver differs from the source", 6: "silver behind the source", 7: "a source is stale"}
 
 
 def utc_now() -> datetime:
@@ -31,15 +29,16 @@ class PassReport:
     started_at: datetime = field(default_factory=utc_now)
     ended_at: datetime | None = None
     exit_code: int | None = None
+    outcome: str | None = None  # what the exit code means (runner.cli.OUTCOMES)
     seconds: dict[str, float] = field(default_factory=dict)  # step -> duration
     ingestion: dict[str, Any] | None = None
     dbt: dict[str, Any] | None = None
     freshness: list[dict[str, Any]] | None = None
     error: str | None = None
 
-    def finish(self, exit_code: int) -> None:
+    def finish(self, exit_code: int, outcome: str) -> None:
         self.ended_at = utc_now()
-        self.exit_code = exit_code
+        self.exit_code, self.outcome = exit_code, outcome
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -47,7 +46,7 @@ class PassReport:
             "started_at": _iso(self.started_at),
             "ended_at": _iso(self.ended_at),
             "exit_code": self.exit_code,
-            "outcome": OUTCOMES.get(self.exit_code, "unknown") if self.exit_code is not None else None,
+            "outcome": self.outcome,
             "seconds": {step: round(value, 3) for step, value in self.seconds.items()},
             "ingestion": self.ingestion,
             "dbt": self.dbt,

@@ -3,16 +3,16 @@ file-system view (Hudi's `call` procedures) and one aggregate over its rows."""
 
 from __future__ import annotations
 
-import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pyspark.sql import SparkSession
 
+from ingestion.errors import TableNameError
+from ingestion.naming import IDENTIFIER, validate_identifier
 from status.errors import StatusError
 from status.model import TableStatus, age_seconds, newest_instant, pending, seconds_between
 
-IDENTIFIER = re.compile(r"^[A-Za-z0-9_]+$")
 STATE_SUFFIX = "__cdc_state"
 # Tables next to silver's that are not a model's own: Hudi's read-optimized and real-time
 # views of a merge-on-read table, and the rejected events.
@@ -23,9 +23,10 @@ THREADS = 4
 
 
 def _checked(name: str, what: str) -> str:
-    if not IDENTIFIER.match(name):
-        raise StatusError(f"{what} {name!r} is not a plain identifier ([A-Za-z0-9_]); it is not read")
-    return name
+    try:
+        return validate_identifier(name, what)
+    except TableNameError as exc:
+        raise StatusError(f"{exc}; it is not read") from None
 
 
 def silver_tables(spark: SparkSession, schema: str) -> list[tuple[str, str, dict[str, str]]]:

@@ -11,6 +11,7 @@ apart from the status code: from the fixture, bronze's rows and the table's file
 from __future__ import annotations
 
 import json
+from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -36,8 +37,17 @@ def land_batch(spark, tmp_path: Path, name: str, lines: list[str]) -> list[dict]
     fixture.write_text("\n".join(lines) + "\n")
     topics = tmp_path / name / "topics"
     write_recorded_json(fixture, topics, records_per_file=100)
-    ingest(spark, IngestConfig(input_uri=str(topics)))
-    return [json.loads(line) for line in lines]
+    summary = ingest(spark, IngestConfig(input_uri=str(topics)))
+    records = [json.loads(line) for line in lines]
+    # the runner's report counts accepted records by op: here on recorded Debezium output
+    ops = Counter(payload(record)["op"] for record in records if record["value"] is not None)
+    assert summary.table("pagila_public_actor").ops == dict(ops), summary.render()
+    return records
+
+
+def payload(record: dict) -> dict:
+    value = json.loads(record["value"])
+    return value.get("payload", value)
 
 
 def newest_source_time(records: list[dict]) -> datetime:
@@ -46,8 +56,7 @@ def newest_source_time(records: list[dict]) -> datetime:
     for record in records:
         if record["value"] is None:
             continue
-        value = json.loads(record["value"])
-        times.append(value.get("payload", value)["source"]["ts_ms"])
+        times.append(payload(record)["source"]["ts_ms"])
     return datetime.fromtimestamp(max(times) / 1000, timezone.utc).replace(tzinfo=None)
 
 
