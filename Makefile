@@ -46,7 +46,7 @@ setup: $(VENV)/.installed $(JARS)/.fetched $(JARS)/.stack-fetched build/.stack-a
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade "pip==25.0.1"
-	$(BIN)/pip install --quiet -e ".[dev]"
+	$(BIN)/pip install --quiet -e ".[dev,orchestration]"
 	touch $@
 
 $(JARS)/.fetched: jvm/pom.xml
