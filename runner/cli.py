@@ -27,6 +27,7 @@ from typing import Callable, Iterator, Sequence
 from ingestion import cli as ingestion_cli
 from ingestion.errors import IngestionError, UsageError
 from ingestion.lock import RunLockedError, exclusive
+from runner import table_services
 from runner.report import PassReport, dbt_section, freshness_section, ingestion_section, utc_now
 from runner.report import write as write_report
 from verify.report import EXIT_BEHIND, EXIT_DIFFERENT
@@ -95,6 +96,21 @@ def build_parser() -> argparse.ArgumentParser:
              f"exit {EXIT_STALE} when a source is past its error threshold",
     )
     parser.add_argument(
+        "--table-services", action="store_true",
+        help="the runner runs Hudi's table services (compaction, cleaning, archival) on every Hudi table "
+             "after a passing pass, instead of each write cleaning and archiving as it commits "
+             "(docs/how-to/schedule-table-services.md)",
+    )
+    parser.add_argument(
+        "--table-services-every", type=_positive(float), default=3600.0, metavar="SECONDS",
+        help="with --table-services and --every: at most once per SECONDS (default 3600); --once runs them every pass",
+    )
+    parser.add_argument(
+        "--retain-commits", type=_positive(int), default=table_services.DEFAULT_RETAIN_COMMITS, metavar="N",
+        help="with --table-services: the commits each table keeps, hence how far back time travel and "
+             f"incremental reads reach (default {table_services.DEFAULT_RETAIN_COMMITS}, Hudi's own)",
+    )
+    parser.add_argument(
         "--verify", action="store_true",
         help="after a passing pass, compare silver with the source databases (python -m verify, "
              "docs/how-to/verify-the-lake.md); its exit code when they differ",
@@ -121,6 +137,23 @@ def verify_step(code: int, verify_args: argparse.Namespace, target: str | None) 
         log.error("verify failed: %s", exc)
         return EXIT_FAILURE
     return found or code
+
+
+def table_services_step(code: int, target: str | None, retention: table_services.Retention,
+                        report: PassReport) -> int:
+    """The table services after a pass that passed, reported; EXIT_FAILURE when one
+    failed on some table (the others are still serviced)."""
+    from ingestion.spark import get_session
+
+    if code not in (EXIT_OK, EXIT_QUARANTINED):
+        return code
+    started = time.monotonic()
+    try:
+        results = table_services.run(get_session(target), retention)
+    finally:
+        report.seconds["table_services"] = time.monotonic() - started
+    report.table_services = [result.as_report() for result in results]
+    return EXIT_FAILURE if any(result.error for result in results) else code
 
 
 def _write_report(path: Path | None, report: PassReport, code: int, error: str | None = None) -> None:
@@ -214,12 +247,13 @@ def freshness_step(code: int, dbt_args: list[str], report: PassReport) -> int:
 
 def one_pass(ingest_args: argparse.Namespace, dbt_args: list[str], target: str | None,
              state: LoopState | None = None, build_always: bool = False, report: PassReport | None = None,
-             freshness: bool = False) -> int:
+             freshness: bool = False, inline_services: bool = True) -> int:
     """Ingest, then build; returns an exit code. dbt runs in-process on the same session.
     With `state`, a pass that lands nothing after a passing build skips `dbt build`: no
     model has a new bronze commit to read (unless another writer changed bronze:
     `build_always`). `report` is filled with what the pass did; `freshness` runs
-    freshness_step after the build."""
+    freshness_step after the build. Without `inline_services` the pass's writes neither
+    clean nor archive (the runner's table services do)."""
     from dbt.cli.main import dbtRunner
 
     from ingestion.spark import get_session
@@ -228,6 +262,8 @@ def one_pass(ingest_args: argparse.Namespace, dbt_args: list[str], target: str |
     run_ingestion = ingestion_cli.make_run(ingest_args)  # raises UsageError before Spark starts
     with _stop_signals_held():
         spark = get_session(target)
+    for key, value in ({} if inline_services else table_services.INLINE_OFF).items():
+        spark.conf.set(key, value)
     state = state or LoopState()
     built, state.built = state.built, False
     started = time.monotonic()
@@ -283,11 +319,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     failures = 0
     state = LoopState()
+    retention = table_services.Retention(args.retain_commits)
+    services_due = 0.0  # monotonic time the next table services are due at
     while True:
         report = PassReport()
         try:
             with exclusive(_lock_path()):
-                code = one_pass(ingest_args, args.dbt_arg, target, state, args.build_always, report, args.freshness)
+                code = one_pass(ingest_args, args.dbt_arg, target, state, args.build_always, report, args.freshness,
+                                inline_services=not args.table_services)
+                if args.table_services and time.monotonic() >= services_due:
+                    code = table_services_step(code, target, retention, report)
+                    if "table_services" in report.seconds:
+                        services_due = time.monotonic() + args.table_services_every
                 if args.verify:
                     verify_started = time.monotonic()
                     code = verify_step(code, verify_args, target)

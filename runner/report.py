@@ -34,6 +34,7 @@ class PassReport:
     ingestion: dict[str, Any] | None = None
     dbt: dict[str, Any] | None = None
     freshness: list[dict[str, Any]] | None = None
+    table_services: list[dict[str, Any]] | None = None  # per Hudi table (runner.table_services)
     error: str | None = None
 
     def finish(self, exit_code: int, outcome: str) -> None:
@@ -51,6 +52,7 @@ class PassReport:
             "ingestion": self.ingestion,
             "dbt": self.dbt,
             "freshness": self.freshness,
+            "table_services": self.table_services,
             "error": self.error,
         }
 

@@ -342,7 +342,8 @@ def test_loop_goes_on_after_failed_passes_and_finishes_the_pass_in_progress_on_s
     land(landing, 0, [envelope(*event) for event in FIRST])  # there from the start: the failed pass must not land it
     report_path = tmp_path / "reports" / "pass.json"
     args = ["--every", EVERY, "--max-failures", "2", "--input", str(landing), "--sources-yml", str(sources),
-            "--report", str(report_path), "--freshness", *ACTOR_ONLY]
+            "--report", str(report_path), "--freshness", "--table-services", "--table-services-every", "0.1",
+            "--retain-commits", "1", *ACTOR_ONLY]
     with running(args, runner_env(tmp_path), tmp_path / "runner.log") as (proc, out):
         # pass 1: Spark starts, the ingestion rejects the sources YAML before reading a file
         out.wait_for(BAD_YAML, 1, "pass 1's sources YAML error")
@@ -405,7 +406,7 @@ def assert_last_pass_report(spark, tmp_path: Path, report: dict) -> None:
     freshness of actor's bronze source against bronze's own `_ingested_at`."""
     started, ended = (datetime.fromisoformat(report[k].replace("Z", "+00:00")) for k in ("started_at", "ended_at"))
     assert report["exit_code"] == 3 and report["outcome"] == "ok, records quarantined" and started <= ended, report
-    assert set(report["seconds"]) == {"ingestion", "dbt_build", "freshness"}, report["seconds"]
+    assert set(report["seconds"]) == {"ingestion", "dbt_build", "freshness", "table_services"}, report["seconds"]
     (table,) = report["ingestion"]["tables"]
     assert (table["table"], table["files"], table["events_read"], table["landed"], table["quarantined"],
             table["tombstones"]) == ("pagila_public_actor", 1, 4, 2, 1, 1), table
@@ -418,6 +419,14 @@ def assert_last_pass_report(spark, tmp_path: Path, report: dict) -> None:
     assert report["dbt"]["rejected_events"] == {"actor": 0}, report["dbt"]
     bronze = spark.read.format("hudi").load(str(tmp_path / "lakehouse" / "warehouse" / "bronze.db" / "pagila_public_actor"))
     loaded = bronze.selectExpr("max(_ingested_at)").first()[0]
+    # the table services ran on every Hudi table of the lakehouse (a folder with a Hudi
+    # timeline), once each, none failing, and passes before this one cleaned bronze
+    warehouse = tmp_path / "lakehouse" / "warehouse"
+    folders = {f"{p.parent.parent.parent.name.removesuffix('.db')}.{p.parent.parent.name}"
+               for p in warehouse.rglob(".hoodie/hoodie.properties")}
+    services = {entry["table"]: entry for entry in report["table_services"]}
+    assert set(services) == folders and not any(e["error"] for e in services.values()), report["table_services"]
+    assert services["silver.actor__cdc_state"]["table_type"] == "MERGE_ON_READ", services
     (source,) = report["freshness"]
     assert (source["source"], source["status"]) == ("bronze.pagila_public_actor", "pass"), source
     assert source["max_loaded_at"].startswith(loaded.isoformat(timespec="milliseconds")), (source, loaded)

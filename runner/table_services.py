@@ -1,0 +1,150 @@
+"""Hudi table services the runner schedules (`--table-services`): compaction of
+merge-on-read tables, cleaning and archival, on every Hudi table of the lakehouse's
+schemas, between passes instead of inside every write.
+
+With the runner in charge, its passes write with Hudi's automatic cleaning and archival
+off (INLINE_OFF), so a pass pays for its changes only and the retention is the one the
+runner states (`--retain-commits`): the commits a table keeps, hence how far back time
+travel (cdc_as_of) and Hudi's incremental queries reach. Compaction stays in the write
+as well (the state tables' every-5-delta-commits trigger): a hand-run `dbt build` leaves
+readers a bounded number of log files; the runner compacts whatever logs remain so that
+readers between passes read base files only."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Sequence
+
+from pyspark.sql import SparkSession
+
+from ingestion.errors import TableNameError
+from ingestion.naming import IDENTIFIER, validate_identifier
+
+log = logging.getLogger(__name__)
+
+# The schemas the project writes Hudi tables to (bronze by the ingestion, silver and gold by dbt).
+SCHEMAS = ("bronze", "silver", "gold")
+# Hudi's own default: ten commits kept, the reach documented for time travel.
+DEFAULT_RETAIN_COMMITS = 10
+# Archival keeps the active timeline between these many commits more than the cleaner
+# retains (Hudi refuses a minimum at or below the retained commits); Hudi's defaults
+# keep the same shape (10 retained, 20 to 30 active).
+ARCHIVE_MIN_EXTRA, ARCHIVE_MAX_EXTRA = 10, 20
+# Session settings of a pass when the runner runs the services: none inside the writes.
+INLINE_OFF = {"hoodie.clean.automatic": "false", "hoodie.archive.automatic": "false"}
+
+
+class TableServiceError(Exception):
+    """A table service failed; the message names the table and the service."""
+
+
+@dataclass(frozen=True)
+class Retention:
+    """What a table keeps: `commits` for the cleaner, an active timeline of
+    `archive_min`..`archive_max` commits before archival."""
+
+    commits: int = DEFAULT_RETAIN_COMMITS
+
+    @property
+    def archive_min(self) -> int:
+        return self.commits + ARCHIVE_MIN_EXTRA
+
+    @property
+    def archive_max(self) -> int:
+        return self.commits + ARCHIVE_MAX_EXTRA
+
+
+@dataclass
+class ServiceResult:
+    """What the services did to one table."""
+
+    table: str
+    table_type: str
+    compactions: list[str] = field(default_factory=list)  # instants of the compactions run
+    files_cleaned: int = 0
+    earliest_commit_retained: str | None = None
+    seconds: float = 0.0
+    error: str | None = None
+
+    def as_report(self) -> dict[str, Any]:
+        return {**asdict(self), "seconds": round(self.seconds, 3)}
+
+
+def hudi_tables(spark: SparkSession, schemas: Sequence[str] = SCHEMAS) -> list[tuple[str, str]]:
+    """(qualified name, table type `COPY_ON_WRITE` / `MERGE_ON_READ`) of every Hudi table
+    in `schemas` that exist, once per folder (a merge-on-read table's `_ro` and `_rt`
+    names share its folder); names that are not plain identifiers are left out (they
+    never reach SQL) and logged."""
+    found, locations = [], set()
+    for schema in schemas:
+        validate_identifier(schema, "schema")
+        if not spark.catalog.databaseExists(schema):
+            continue
+        for table in sorted(spark.catalog.listTables(schema), key=lambda t: t.name):
+            if table.tableType == "VIEW" or table.isTemporary:
+                continue
+            if not IDENTIFIER.match(table.name):
+                log.warning("table services: %s.%r left out: not a plain identifier", schema, table.name)
+                continue
+            name = f"{schema}.{table.name}"
+            details = {row[0]: row[1] for row in spark.sql(f"describe table extended {name}").collect()}
+            if (details.get("Provider") or "").lower() != "hudi" or details.get("Location") in locations:
+                continue
+            locations.add(details.get("Location"))
+            properties = {row[0]: row[1] for row in spark.sql(f"call show_table_properties(table => '{name}')").collect()}
+            found.append((name, properties.get("hoodie.table.type", "COPY_ON_WRITE")))
+    return sorted(found)
+
+
+def _call(spark: SparkSession, procedure: str, table: str, **arguments: Any) -> list[dict[str, Any]]:
+    def literal(value: Any) -> str:
+        if isinstance(value, bool):
+            return str(value).lower()
+        return str(value) if isinstance(value, int) else f"'{value}'"
+    extra = "".join(f", {name} => {literal(value)}" for name, value in arguments.items())
+    return [row.asDict() for row in spark.sql(f"call {procedure}(table => '{table}'{extra})").collect()]
+
+
+def service_table(spark: SparkSession, table: str, table_type: str, retention: Retention) -> ServiceResult:
+    """Compaction (merge-on-read: every log file into its base file, pending plans first),
+    then cleaning to `retention.commits` commits, then archival."""
+    result = ServiceResult(table=table, table_type=table_type)
+    started = time.monotonic()
+    try:
+        if table_type == "MERGE_ON_READ":
+            # pending plans (a crashed build's) run first; a new one takes every log file now
+            done = _call(spark, "run_compaction", table, op="scheduleAndExecute",
+                         options="hoodie.compact.inline.max.delta.commits=1")
+            result.compactions = sorted(str(row["timestamp"]) for row in done)
+        cleaned = _call(spark, "run_clean", table, clean_policy="KEEP_LATEST_COMMITS",
+                        retain_commits=retention.commits)
+        if cleaned:
+            result.files_cleaned = sum(row["total_files_deleted"] or 0 for row in cleaned)
+            result.earliest_commit_retained = cleaned[-1]["earliest_commit_to_retain"]
+        archived = _call(spark, "archive_commits", table, min_commits=retention.archive_min,
+                         max_commits=retention.archive_max, retain_commits=retention.commits,
+                         enable_metadata=False)
+        if archived and archived[0]["result"] != 0:
+            raise TableServiceError(f"archival returned {archived[0]['result']}")
+    except Exception as exc:  # noqa: BLE001 - one table's failure is reported, the others still serviced
+        result.error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        log.error("table services on %s failed: %s", table, result.error)
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def run(spark: SparkSession, retention: Retention, schemas: Sequence[str] = SCHEMAS) -> list[ServiceResult]:
+    """The services on every Hudi table of `schemas`, one table after another (each
+    table's services are Spark jobs of their own)."""
+    try:
+        tables = hudi_tables(spark, schemas)
+    except TableNameError as exc:
+        raise TableServiceError(str(exc)) from None
+    results = [service_table(spark, table, table_type, retention) for table, table_type in tables]
+    done = [r for r in results if r.error is None]
+    log.info("table services: %d table(s), %d compaction(s), %d file(s) cleaned, %d failed",
+             len(results), sum(len(r.compactions) for r in done), sum(r.files_cleaned for r in done),
+             len(results) - len(done))
+    return results
