@@ -1,5 +1,5 @@
 """A metastore shared in PostgreSQL: the ingestion and `dbt run` at the same time on one
-lakehouse, each a process of its own, as a scheduler runs them.
+lakehouse, each a process of its own, as a scheduler runs them, round after round.
 
 The stack's `metastore` component (stack/metastore.py) starts its own PostgreSQL here
 (ports 20 above the `make cdc-up` defaults, beside the end-to-end tests' stack), and
@@ -70,11 +70,16 @@ def finish(process: subprocess.Popen, log: Path, timeout: float = 600) -> None:
     assert code == 0, f"{' '.join(process.args)} exited {code}:\n{log.read_text()[-3000:]}"
 
 
-def running_when_models_start(other: subprocess.Popen, build: subprocess.Popen, build_log: Path) -> bool:
+def log_size(log: Path) -> int:
+    return log.stat().st_size if log.exists() else 0
+
+
+def running_when_models_start(other: subprocess.Popen, build: subprocess.Popen, build_log: Path, seen: int) -> bool:
     """Whether `other` still ran when `build` (dbt) started its first model, by then
-    having read the catalog: the two drivers held the metastore at the same time."""
+    having read the catalog: the two drivers held the metastore at the same time. The
+    log is shared by every build: only what this build appended after `seen` counts."""
     while build.poll() is None:
-        if "START sql" in build_log.read_text(errors="replace"):
+        if "START sql" in build_log.read_text(errors="replace")[seen:]:
             return other.poll() is None
         time.sleep(0.2)
     return False
@@ -90,7 +95,8 @@ def test_ingestion_and_dbt_run_at_once_on_one_lakehouse(shared_metastore, run_di
     ingest = [PYTHON, "-m", "ingestion", "--input", str(landing)]
     dbt_run = [DBT, "run", "--select", *MODELS, "--project-dir", str(ROOT), "--target-path", str(base / "target"),
                "--log-path", str(logs / "dbt")]
-    batches = [sample / "batches" / str(n) for n in (1, 2)]
+    batches = sorted((sample / "batches").iterdir(), key=lambda path: int(path.name))
+    assert len(batches) >= 3, batches
 
     def land(batch: Path) -> None:
         for topic in TOPICS:
@@ -99,14 +105,17 @@ def test_ingestion_and_dbt_run_at_once_on_one_lakehouse(shared_metastore, run_di
     land(batches[0])
     finish(start(ingest, env, logs / "ingestion.log"), logs / "ingestion.log")
 
-    # The second batch lands while dbt builds from the first: two Spark drivers, one metastore.
-    land(batches[1])
-    ingestion = start(ingest, env, logs / "ingestion.log")
-    build = start(dbt_run, env, logs / "dbt-stdout.log")
-    overlapped = running_when_models_start(ingestion, build, logs / "dbt-stdout.log")
-    finish(ingestion, logs / "ingestion.log")
-    finish(build, logs / "dbt-stdout.log")
-    assert overlapped, "the ingestion had ended before dbt built its first model: the runs did not overlap"
+    # Round after round, a batch lands while dbt builds from what bronze held before: two
+    # Spark drivers, one metastore, each round's build reading a bronze that changes under it.
+    for number, batch in enumerate(batches[1:], start=2):
+        land(batch)
+        ingestion = start(ingest, env, logs / "ingestion.log")
+        seen = log_size(logs / "dbt-stdout.log")
+        build = start(dbt_run, env, logs / "dbt-stdout.log")
+        overlapped = running_when_models_start(ingestion, build, logs / "dbt-stdout.log", seen)
+        finish(ingestion, logs / "ingestion.log")
+        finish(build, logs / "dbt-stdout.log")
+        assert overlapped, f"round {number}: the ingestion had ended before dbt built its first model"
 
     finish(start(dbt_run, env, logs / "dbt-stdout.log"), logs / "dbt-stdout.log")
     dump = base / "tables.json"
