@@ -202,8 +202,9 @@
     killed while creating the table may have left at its location: Spark refuses to
     create a managed table over it. Such a folder is found by listing its
     `.hoodie/hoodie.properties` (next to the batch work table, which always exists
-    here, so the listing never fails), registered and dropped with PURGE. -#}
-{% macro cdc_create_hudi_table_as(relation, primary_key, sql, batch, table_options={}) %}
+    here, so the listing never fails), registered and dropped with PURGE.
+    `partition_by`: the partition columns (cdc_partition_by), none for an unpartitioned table. -#}
+{% macro cdc_create_hudi_table_as(relation, primary_key, sql, batch, table_options={}, partition_by=[]) %}
     {%- set location = [] -%}
     {%- for row in run_query('describe database extended ' ~ relation.schema) if row[0] == 'Location' -%}
         {%- do location.append(row[1] | replace("'", "")) -%}
@@ -235,6 +236,9 @@
     {%- call statement('cdc_create_' ~ relation.identifier) -%}
         create table {{ relation }}
         using hudi
+        {%- if partition_by %}
+        partitioned by (`{{ partition_by | join('`, `') }}`)
+        {%- endif %}
         {{ cdc_hudi_tblproperties(primary_key, table_options) }}
         as {{ sql }}
     {%- endcall -%}

@@ -15,8 +15,10 @@
         {%- endcall -%}
     {%- endfor -%}
     {%- set columns = cdc_model_columns() | map(attribute='name') | list -%}
+    {%- set partition_by = cdc_partition_by() -%}
     {%- if cdc_delete_mode() == 'soft' -%}
-        {%- do cdc_create_hudi_table_as(stored_relation, primary_key, cdc_current_rows(batch, columns), batch) -%}
+        {%- do cdc_create_hudi_table_as(stored_relation, primary_key, cdc_current_rows(batch, columns), batch,
+            cdc_partition_options(partition_by), partition_by) -%}
         {{ return('full refresh') }}
     {%- endif -%}
     {%- set state_sql -%}
@@ -24,7 +26,8 @@
         from {{ batch }} as batch
         where _cdc_row = 'change'
     {%- endset -%}
-    {%- do cdc_create_hudi_table_as(stored_relation, primary_key, state_sql, batch, cdc_state_table_options()) -%}
+    {%- do cdc_create_hudi_table_as(stored_relation, primary_key, state_sql, batch,
+        cdc_state_table_options(partition_by), partition_by) -%}
     {%- call statement('cdc_create_view') -%}
         create or replace view {{ target_relation }} as
         select `{{ cdc_silver_columns() | join('`, `') }}`
@@ -59,14 +62,23 @@
 
 
 {#- The state table's Hudi layout (docs/decisions/silver-one-state-table.md), under
-    the model's `hudi_options`. -#}
-{% macro cdc_state_table_options() %}
-    {{ return({
-        'type': 'mor',
-        'hoodie.index.type': 'BUCKET',
-        'hoodie.index.bucket.engine': 'SIMPLE',
-        'hoodie.bucket.index.num.buckets': 4,
+    the model's `hudi_options`; partitioned (`partition_by`, a list of columns), the
+    global index of cdc_partition_options instead of the bucket index, which finds a
+    key only within its partition (docs/decisions/silver-partitioned-global-index.md). -#}
+{% macro cdc_state_table_options(partition_by=[]) %}
+    {%- set options = {'type': 'mor'} -%}
+    {%- if partition_by -%}
+        {%- do options.update(cdc_partition_options(partition_by)) -%}
+    {%- else -%}
+        {%- do options.update({
+            'hoodie.index.type': 'BUCKET',
+            'hoodie.index.bucket.engine': 'SIMPLE',
+            'hoodie.bucket.index.num.buckets': 4,
+        }) -%}
+    {%- endif -%}
+    {%- do options.update({
         'hoodie.compact.inline': 'true',
         'hoodie.compact.inline.max.delta.commits': 5,
-    }) }}
+    }) -%}
+    {{ return(options) }}
 {% endmacro %}

@@ -66,13 +66,17 @@
     de-duplication before it: the batch holds one change per key (cdc_latest_per_key
     groups by the key), so Hudi's shuffle that would combine duplicates finds none and
     only costs (docs/decisions/silver-upsert.md). Table properties, not session settings: dbt's
-    threads share one Spark session. -#}
-{% macro cdc_upsert_properties(deletes) %}
-    {%- set properties = {
-        'hoodie.spark.sql.insert.into.operation': 'upsert',
-        'hoodie.write.record.merge.custom.implementation.classes': 'org.apache.hudi.DefaultSparkRecordMerger',
-        'hoodie.combine.before.upsert': 'false',
-    } -%}
+    threads share one Spark session. A `partitioned` table keeps Hudi's default (Avro)
+    merger: the Spark-native one fails, or crashes the JVM, when a late event loses
+    against a row stored in another partition (docs/decisions/silver-partitioned-global-index.md). -#}
+{% macro cdc_upsert_properties(deletes, partitioned=false) %}
+    {%- set properties = {'hoodie.spark.sql.insert.into.operation': 'upsert'} -%}
+    {%- if not partitioned -%}
+        {%- do properties.update({
+            'hoodie.write.record.merge.custom.implementation.classes': 'org.apache.hudi.DefaultSparkRecordMerger',
+        }) -%}
+    {%- endif -%}
+    {%- do properties.update({'hoodie.combine.before.upsert': 'false'}) -%}
     {%- if deletes == 'hard' -%}
         {%- do properties.update({
             'hoodie.payload.delete.field': '_cdc_op',
@@ -95,7 +99,7 @@
     without them, as its CTAS is much slower with them: docs/decisions/silver-upsert.md) or
     before they existed. `stored`: the table's properties as read when the build began. -#}
 {% macro cdc_ensure_upsert_properties(target_relation, stored) %}
-    {%- set wanted = cdc_upsert_properties(cdc_delete_mode()) -%}
+    {%- set wanted = cdc_upsert_properties(cdc_delete_mode(), cdc_partition_by() | length > 0) -%}
     {%- set missing = [] -%}
     {%- for name, value in wanted.items() if stored.get(name) != value -%}
         {%- do missing.append(name) -%}

@@ -9,11 +9,7 @@
             "Model " ~ model.name ~ ": materialized='cdc_incremental' needs file_format='hudi' (got '"
             ~ file_format ~ "'). Set `+file_format: hudi` for the silver folder in dbt_project.yml.") }}
     {%- endif -%}
-    {%- if config.get('partition_by') -%}
-        {{ exceptions.raise_compiler_error(
-            "Model " ~ model.name ~ ": cdc_incremental does not support partition_by yet "
-            ~ "(a key whose partition value changes would be kept twice). Remove partition_by.") }}
-    {%- endif -%}
+    {%- do cdc_partition_by() -%}
     {%- do cdc_validate_hudi_options(primary_key) -%}
     {%- set column_names = cdc_model_columns() | map(attribute='name') | list -%}
     {%- for key in primary_key if key not in column_names -%}
@@ -38,10 +34,12 @@
 
 {#- `hudi_options` may tune the silver tables (table type, buckets, compaction, file
     sizes, ...) but not what their correctness rests on: record key = the primary key,
-    ordering field = _cdc_order, the upsert that applies changes and deletes. History
+    ordering field = _cdc_order, the upsert that applies changes and deletes, the
+    partitioning (partition_by) and a partitioned table's global index. History
     tables and tables taking soft deletes stay copy-on-write. -#}
 {% macro cdc_validate_hudi_options(primary_key) %}
     {%- set options = config.get('hudi_options') or {} -%}
+    {%- set partitioned = cdc_partition_by() | length > 0 -%}
     {%- if options is not mapping -%}
         {{ exceptions.raise_compiler_error(
             "Model " ~ model.name ~ ": hudi_options must be a mapping of Hudi table properties (got "
@@ -69,6 +67,17 @@
                 "Model " ~ model.name ~ ": hudi_options sets " ~ name ~ ", which cdc_incremental derives itself "
                 ~ "(record key = the primary key " ~ primary_key ~ ", ordering field = _cdc_order). Remove it; "
                 ~ "change the key in the source's meta.primary_key.") }}
+        {%- elif lowered in ['hoodie.datasource.write.partitionpath.field', 'hoodie.table.partition.fields'] -%}
+            {{ exceptions.raise_compiler_error(
+                "Model " ~ model.name ~ ": hudi_options sets " ~ name ~ "; partition a silver model with dbt's "
+                ~ "partition_by (its columns, e.g. `partition_by: [city_id]`), which also gives it the index that "
+                ~ "moves a row between partitions. Remove " ~ name ~ " from hudi_options.") }}
+        {%- elif partitioned and lowered in cdc_partition_option_names() -%}
+            {{ exceptions.raise_compiler_error(
+                "Model " ~ model.name ~ ": hudi_options sets " ~ name ~ ", but a model with partition_by keeps each "
+                ~ "key once across partitions only with the global index cdc_incremental sets itself "
+                ~ "(cdc_partition_options, docs/decisions/silver-partitioned-global-index.md). Remove " ~ name
+                ~ " from hudi_options.") }}
         {%- elif lowered in cdc_upsert_properties('hard') -%}
             {{ exceptions.raise_compiler_error(
                 "Model " ~ model.name ~ ": hudi_options sets " ~ name ~ ", which cdc_incremental sets itself: "
@@ -105,6 +114,8 @@
 {#- Why an existing silver table (a current-state model's stored table, a history
     table) must be rebuilt from all of bronze instead of merged into, or none:
       - its first build stopped after creating it but before its watermark (a crash);
+      - the model's partition_by differs from the table's (`cdc.partition_by`, none on
+        an unpartitioned table): Hudi fixes a table's partition fields and index;
       - the model's YAML declares a column the table lacks, or a wider data_type (a
         column added upstream and then to the YAML, a widened type): merging would
         leave rows the merge does not touch without it, unlike a full refresh.
@@ -116,6 +127,11 @@
     {%- set properties = cdc_table_properties(relation) -%}
     {%- if properties.get('cdc.watermark') is none -%}
         {{ return("it has no watermark (its first build stopped half way)") }}
+    {%- endif -%}
+    {%- set partition_by = cdc_partition_by() | join(',') -%}
+    {%- if (properties.get('cdc.partition_by') or '') != partition_by -%}
+        {{ return("the model's partition_by is [" ~ partition_by ~ "], the table's ["
+            ~ (properties.get('cdc.partition_by') or '') ~ "]") }}
     {%- endif -%}
     {%- set stored = {} -%}
     {%- for column in adapter.get_columns_in_relation(relation) -%}
