@@ -21,6 +21,7 @@ from pyspark.sql import SparkSession
 
 from ingestion.errors import TableNameError
 from ingestion.naming import IDENTIFIER, validate_identifier
+from status.collect import hudi_call
 
 log = logging.getLogger(__name__)
 
@@ -93,18 +94,9 @@ def hudi_tables(spark: SparkSession, schemas: Sequence[str] = SCHEMAS) -> list[t
             if (details.get("Provider") or "").lower() != "hudi" or details.get("Location") in locations:
                 continue
             locations.add(details.get("Location"))
-            properties = {row[0]: row[1] for row in spark.sql(f"call show_table_properties(table => '{name}')").collect()}
+            properties = {row["key"]: row["value"] for row in hudi_call(spark, "show_table_properties", name)}
             found.append((name, properties.get("hoodie.table.type", "COPY_ON_WRITE")))
     return sorted(found)
-
-
-def _call(spark: SparkSession, procedure: str, table: str, **arguments: Any) -> list[dict[str, Any]]:
-    def literal(value: Any) -> str:
-        if isinstance(value, bool):
-            return str(value).lower()
-        return str(value) if isinstance(value, int) else f"'{value}'"
-    extra = "".join(f", {name} => {literal(value)}" for name, value in arguments.items())
-    return [row.asDict() for row in spark.sql(f"call {procedure}(table => '{table}'{extra})").collect()]
 
 
 def service_table(spark: SparkSession, table: str, table_type: str, retention: Retention) -> ServiceResult:
@@ -115,15 +107,15 @@ def service_table(spark: SparkSession, table: str, table_type: str, retention: R
     try:
         if table_type == "MERGE_ON_READ":
             # pending plans (a crashed build's) run first; a new one takes every log file now
-            done = _call(spark, "run_compaction", table, op="scheduleAndExecute",
+            done = hudi_call(spark, "run_compaction", table, op="scheduleAndExecute",
                          options="hoodie.compact.inline.max.delta.commits=1")
             result.compactions = sorted(str(row["timestamp"]) for row in done)
-        cleaned = _call(spark, "run_clean", table, clean_policy="KEEP_LATEST_COMMITS",
+        cleaned = hudi_call(spark, "run_clean", table, clean_policy="KEEP_LATEST_COMMITS",
                         retain_commits=retention.commits)
         if cleaned:
             result.files_cleaned = sum(row["total_files_deleted"] or 0 for row in cleaned)
             result.earliest_commit_retained = cleaned[-1]["earliest_commit_to_retain"]
-        archived = _call(spark, "archive_commits", table, min_commits=retention.archive_min,
+        archived = hudi_call(spark, "archive_commits", table, min_commits=retention.archive_min,
                          max_commits=retention.archive_max, retain_commits=retention.commits,
                          enable_metadata=False)
         if archived and archived[0]["result"] != 0:

@@ -46,13 +46,20 @@ def silver_tables(spark: SparkSession, schema: str) -> list[tuple[str, str, dict
     return sorted(found)
 
 
-def _call(spark: SparkSession, procedure: str, table: str, **arguments: Any) -> list[dict[str, Any]]:
-    extra = "".join(f", {name} => {value}" for name, value in arguments.items())
+def hudi_call(spark: SparkSession, procedure: str, table: str, **arguments: Any) -> list[dict[str, Any]]:
+    """`call <procedure>(table => '<table>', <name> => <value>, ...)`'s rows as dicts. The
+    table and the procedure are the caller's checked identifiers; values are the caller's
+    own constants: numbers and booleans as they are, text quoted."""
+    def literal(value: Any) -> str:
+        if isinstance(value, bool):
+            return str(value).lower()
+        return str(value) if isinstance(value, int) else f"'{value}'"
+    extra = "".join(f", {name} => {literal(value)}" for name, value in arguments.items())
     return [row.asDict() for row in spark.sql(f"call {procedure}(table => '{table}'{extra})").collect()]
 
 
 def newest_commit(spark: SparkSession, table: str) -> dict[str, Any] | None:
-    rows = _call(spark, "show_commits", table, limit=1)
+    rows = hudi_call(spark, "show_commits", table, limit=1)
     return rows[0] if rows else None
 
 
@@ -70,12 +77,12 @@ def table_status(spark: SparkSession, model: str, table: str, properties: dict[s
         status.bronze_newest_commit = newest_instant([bronze_commits.get(s) for s in status.sources])
         if status.watermark and status.bronze_newest_commit:
             status.behind_bronze_seconds = seconds_between(status.watermark, status.bronze_newest_commit)
-    for group in _call(spark, "show_fsview_latest", table):
+    for group in hudi_call(spark, "show_fsview_latest", table):
         status.file_groups += 1
         status.base_files_bytes += group["data_file_size"] or 0
         status.log_files += group["num_delta_files"] or 0
         status.log_files_bytes += group["total_delta_file_size"] or 0
-    status.pending_services = pending(_call(spark, "show_timeline", table, limit=TIMELINE_LIMIT))
+    status.pending_services = pending(hudi_call(spark, "show_timeline", table, limit=TIMELINE_LIMIT))
     if "_cdc_source_ts" in spark.table(table).columns:
         newest = spark.sql(f"select max(_cdc_source_ts) from {table}").first()[0]
         if newest is not None:

@@ -124,24 +124,6 @@ def live_rows(spark, lakehouse: Path, table: str) -> list[dict]:
     return [row.asDict() for row in rows]
 
 
-def expected_address_locations(files: list[Path]) -> list[dict]:
-    """gold.address_locations from the oracle's silver states: every address, its city and
-    its country when they exist."""
-    cities = {r["city_id"]: r for r in oracle.expected_current_state(files, "city")}
-    countries = {r["country_id"]: r for r in oracle.expected_current_state(files, "country")}
-    rows = []
-    for address in oracle.expected_current_state(files, "address"):
-        city = cities.get(address["city_id"])
-        country = countries.get(city["country_id"]) if city else None
-        rows.append({
-            **{c: address[c] for c in ("address_id", "address", "district", "postal_code")},
-            "city_id": city["city_id"] if city else None, "city": city["city"] if city else None,
-            "country_id": country["country_id"] if country else None,
-            "country": country["country"] if country else None,
-        })
-    return rows
-
-
 def test_one_run_lands_and_builds_silver_and_gold_equal_to_the_oracle(
         request: pytest.FixtureRequest, tmp_path: Path, landing: Path, dbt_target: Path) -> None:
     env = dagster_env(tmp_path, landing, dbt_target)
@@ -175,7 +157,7 @@ def test_one_run_lands_and_builds_silver_and_gold_equal_to_the_oracle(
             assert got == want, f"silver.{table} differs from the oracle:\n got  {got}\n want {want}"
     gold = [row.asDict() for row in spark.read.parquet(str(lakehouse / "warehouse" / "gold.db" / "address_locations"))
             .select(*GOLD_COLUMNS).orderBy("address_id").collect()]
-    expected_gold = expected_address_locations(files)
+    expected_gold = oracle.expected_address_locations(files)
     assert len(gold) == len(expected_gold)
     for got, want in zip(gold, expected_gold):
         assert got == want, f"gold.address_locations differs:\n got  {got}\n want {want}"

@@ -465,3 +465,21 @@ def files_in(batch_dirs, table: str | None = None) -> list[Path]:
 def expected_current_state_from_batches(batch_dirs, table: str, deletes: str = "hard") -> list[dict]:
     """Same as expected_current_state over every file of `table` under the batch dirs."""
     return expected_current_state(files_in(batch_dirs, table), table, deletes)
+
+
+def expected_address_locations(files) -> list[dict]:
+    """gold.address_locations from the oracle's silver states: every address with its
+    city and country when they exist, in address order."""
+    cities = {r["city_id"]: r for r in expected_current_state(files, "city")}
+    countries = {r["country_id"]: r for r in expected_current_state(files, "country")}
+    rows = []
+    for address in expected_current_state(files, "address"):
+        city = cities.get(address["city_id"])
+        country = countries.get(city["country_id"]) if city else None
+        rows.append({
+            **{c: address[c] for c in ("address_id", "address", "district", "postal_code")},
+            "city_id": city["city_id"] if city else None, "city": city["city"] if city else None,
+            "country_id": country["country_id"] if country else None,
+            "country": country["country"] if country else None,
+        })
+    return rows

@@ -170,10 +170,8 @@
         'type': 'cow',
         'primaryKey': primary_key | join(','),
         'preCombineField': '_cdc_order',
-        'hoodie.parquet.compression.codec': 'zstd',
-        'hoodie.parquet.max.file.size': 16 * 1024 * 1024,
-        'hoodie.parquet.small.file.limit': 12 * 1024 * 1024,
     } -%}
+    {%- do options.update(cdc_parquet_file_options()) -%}
     {%- set declared_types = [] -%}
     {%- for column in cdc_model_columns() if column.declared_type != column.data_type -%}
         {%- do declared_types.append(column.name | lower ~ ':' ~ column.declared_type) -%}
@@ -183,11 +181,42 @@
     {%- endif -%}
     {%- do options.update(table_options) -%}
     {%- do options.update(config.get('hudi_options') or {}) -%}
+    {{ cdc_tblproperties_clause(options) }}
+{% endmacro %}
+
+
+{#- zstd parquet files of at most 16 MiB, Hudi tables' file settings here (silver's
+    and gold's, cdc_hudi_tblproperties). -#}
+{% macro cdc_parquet_file_options() %}
+    {{ return({
+        'hoodie.parquet.compression.codec': 'zstd',
+        'hoodie.parquet.max.file.size': 16 * 1024 * 1024,
+        'hoodie.parquet.small.file.limit': 12 * 1024 * 1024,
+    }) }}
+{% endmacro %}
+
+
+{#- A CREATE TABLE's `tblproperties (...)`: every option of `options`, in its order, its
+    value as a string literal. -#}
+{% macro cdc_tblproperties_clause(options) -%}
     tblproperties (
         {%- for key, value in options.items() %}
-        '{{ key }}' = '{{ value | string | replace("\\", "\\\\") | replace("'", "\\'") }}'{{ "," if not loop.last }}
+        '{{ key }}' = {{ cdc_string_literal(value) }}{{ "," if not loop.last }}
         {%- endfor %}
     )
+{%- endmacro %}
+
+
+{#- ALTER TABLE `relation` SET TBLPROPERTIES: `properties` (sorted by name), each value
+    as a string literal, run as statement `name`. -#}
+{% macro cdc_set_tblproperties(relation, properties, name) %}
+    {%- call statement(name) -%}
+        alter table {{ relation }} set tblproperties (
+            {%- for key, value in properties | dictsort %}
+            '{{ key }}' = {{ cdc_string_literal(value) }}{{ "," if not loop.last }}
+            {%- endfor %}
+        )
+    {%- endcall -%}
 {% endmacro %}
 
 

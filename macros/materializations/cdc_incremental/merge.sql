@@ -100,17 +100,11 @@
     before they existed. `stored`: the table's properties as read when the build began. -#}
 {% macro cdc_ensure_upsert_properties(target_relation, stored) %}
     {%- set wanted = cdc_upsert_properties(cdc_delete_mode(), cdc_partition_by() | length > 0) -%}
-    {%- set missing = [] -%}
+    {%- set missing = {} -%}
     {%- for name, value in wanted.items() if stored.get(name) != value -%}
-        {%- do missing.append(name) -%}
+        {%- do missing.update({name: value}) -%}
     {%- endfor -%}
     {%- if missing -%}
-        {%- call statement('cdc_upsert_properties') -%}
-            alter table {{ target_relation }} set tblproperties (
-                {%- for name in missing %}
-                '{{ name }}' = {{ cdc_string_literal(wanted[name]) }}{{ "," if not loop.last }}
-                {%- endfor %}
-            )
-        {%- endcall -%}
+        {%- do cdc_set_tblproperties(target_relation, missing, 'cdc_upsert_properties') -%}
     {%- endif -%}
 {% endmacro %}

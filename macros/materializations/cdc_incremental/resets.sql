@@ -100,13 +100,7 @@
     {%- if not changed -%}
         {{ return(none) }}
     {%- endif -%}
-    {%- call statement('cdc_write_resets') -%}
-        alter table {{ target_relation }} set tblproperties (
-            {%- for name, value in changed | dictsort %}
-            '{{ name }}' = {{ cdc_string_literal(value) }}{{ "," if not loop.last }}
-            {%- endfor %}
-        )
-    {%- endcall -%}
+    {%- do cdc_set_tblproperties(target_relation, changed, 'cdc_write_resets') -%}
 {% endmacro %}
 
 

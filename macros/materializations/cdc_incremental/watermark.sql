@@ -27,10 +27,8 @@
                 {%- do sources.append(name) -%}
             {%- endif -%}
         {%- endfor -%}
-        {%- call statement('cdc_write_watermark') -%}
-            alter table {{ target_relation }} set tblproperties (
-                'cdc.watermark' = '{{ newest }}', 'cdc.sources' = '{{ sources | join(",") }}')
-        {%- endcall -%}
+        {%- do cdc_set_tblproperties(target_relation,
+            {'cdc.watermark': newest, 'cdc.sources': sources | join(',')}, 'cdc_write_watermark') -%}
     {%- endif -%}
 {% endmacro %}
 
