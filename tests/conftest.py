@@ -58,6 +58,7 @@ LONGEST_FIRST = (
     "tests/integration/test_shared_metastore.py",
     "tests/integration/test_table_services.py",
     "tests/integration/test_partitioned_silver.py",
+    "tests/integration/test_gold_incremental.py",
     "tests/integration/test_orchestration.py",
     "tests/integration/test_object_storage.py",
     "tests/integration/test_schema_change.py",
