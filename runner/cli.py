@@ -40,6 +40,9 @@ EXIT_USAGE = 2
 EXIT_QUARANTINED = 3
 EXIT_LOCKED = 4
 EXIT_STALE = 7  # a bronze source past its freshness error threshold (--freshness)
+# Passes whose build passed: a stale source means late data, not a broken lake, so the
+# steps after the build (table services, verify) still run.
+BUILT = (EXIT_OK, EXIT_QUARANTINED, EXIT_STALE)
 # What each exit code means, for the pass's report (--report).
 OUTCOMES = {EXIT_OK: "ok", EXIT_FAILURE: "failed", EXIT_USAGE: "usage error", EXIT_QUARANTINED: "ok, records quarantined",
             EXIT_LOCKED: "locked by another run", EXIT_DIFFERENT: "silver differs from the source",
@@ -129,7 +132,7 @@ def verify_step(code: int, verify_args: argparse.Namespace, target: str | None) 
     from verify import cli as verify_cli
     from verify.errors import VerifyError
 
-    if code not in (EXIT_OK, EXIT_QUARANTINED):
+    if code not in BUILT:
         return code
     try:
         found = verify_cli.run(get_session(target), verify_args).exit_code
@@ -145,7 +148,7 @@ def table_services_step(code: int, target: str | None, retention: table_services
     failed on some table (the others are still serviced)."""
     from ingestion.spark import get_session
 
-    if code not in (EXIT_OK, EXIT_QUARANTINED):
+    if code not in BUILT:
         return code
     started = time.monotonic()
     try:

@@ -54,7 +54,7 @@ LONGEST_FIRST = (
     "tests/property/test_cdc_properties.py",
     "tests/crash/test_crash_safety.py",
     "tests/integration/test_state_table.py",
-    "tests/runner/test_runner.py",
+    "tests/runner_loop/test_runner.py",
     "tests/integration/test_shared_metastore.py",
     "tests/integration/test_table_services.py",
     "tests/integration/test_partitioned_silver.py",
