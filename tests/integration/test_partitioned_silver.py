@@ -3,7 +3,8 @@ of its latest values (`city_id=<value>`): an update that changes the partition c
 moves the row, a delete leaves no row behind in any partition (the state table's flagged
 row, its values nulled, sits in Hudi's default partition), a late older event brings
 nothing back, a delete then a re-insert elsewhere ends with one live row, and a truncate
-removes every row it supersedes. Both delete modes (`address` with hard deletes, a copy
+removes every row it supersedes. A partition_by added to a built model, or removed from
+one, rebuilds its tables from bronze, saying why. Both delete modes (`address` with hard deletes, a copy
 with `cdc_deletes: soft`) are built incrementally, build after build, and with
 --full-refresh, each time compared row by row with the oracle. And a partition_by that
 names no column, a partitioned history model, a partition column of a type that makes
@@ -166,6 +167,55 @@ def test_rows_move_between_partitions_and_deletes_leave_none_behind(spark, landi
     assert_partitioned_silver_is_oracle(spark, landing, "the full refresh")
     for table, rows in incremental.items():
         assert silver_rows(spark, table, COLUMNS + ["_cdc_op", "_cdc_order"], ["address_id"]) == rows, table
+
+
+def test_a_changed_partition_by_rebuilds_the_tables_from_bronze(spark, landing: Path, run_dir: Path):
+    unpartitioned = {"address": {}, SOFT: {"cdc_deletes": "soft"}}
+    log = run_dir / "dbt-logs" / "dbt.log"
+
+    def rebuilt(was: str, now: str) -> list[str]:
+        """The rebuild warnings a build wrote to dbt's log for a partition_by changed from `was` to `now`."""
+        text = log.read_text() if log.exists() else ""
+        return [f"{relation}: rebuilding silver.{relation} from all of bronze: the model's partition_by is "
+                f"[{now}], the table's [{was}]." for relation in ("address", SOFT)
+                if f"{relation}: rebuilding silver.{relation} from all of bronze: the model's partition_by is "
+                   f"[{now}], the table's [{was}]." in text]
+
+    def layout(table: str) -> tuple[bool, str | None, set[str]]:
+        """Whether the stored table has the global index, its cdc.partition_by and its rows' partition paths."""
+        properties = dict(spark.sql(f"show tblproperties silver.{table}").collect())
+        paths = {row["path"] for row in stored(spark, table, "_cdc_deleted" if table == STATE else "_cdc_is_deleted")}
+        return properties.get("hoodie.index.type") == "GLOBAL_BLOOM", properties.get("cdc.partition_by"), paths
+
+    land(spark, landing, 0, [event("c", 10 + key, key, city) for key, city in ((1, 1), (2, 1), (3, 2))])
+    build(partitioned_project(landing / "before", unpartitioned))
+    for table in (STATE, SOFT):
+        assert layout(table) == (False, None, {""}), table
+    assert silver_rows(spark, "address", COLUMNS, ["address_id"]) == oracle.expected_current_state(
+        oracle.files_in([landing / "landing" / "topics"], "address"), "address")
+    assert rebuilt("", "city_id") == []
+
+    # partition_by added, with a move and a delete in the window the build would have merged
+    land(spark, landing, 3, [event("u", 20, 1, 2), event("d", 21, 2), event("c", 22, 4, 3)])
+    build(partitioned_project(landing / "added"))
+    assert rebuilt("", "city_id") == [f"address: rebuilding silver.address from all of bronze: the model's "
+                                      "partition_by is [city_id], the table's [].",
+                                      f"{SOFT}: rebuilding silver.{SOFT} from all of bronze: the model's "
+                                      "partition_by is [city_id], the table's []."]
+    assert_partitioned_silver_is_oracle(spark, landing, "partition_by added")
+    for table in (STATE, SOFT):
+        assert layout(table)[:2] == (True, "city_id"), table
+
+    # and removed again: back to one unpartitioned table with the bucket index
+    land(spark, landing, 6, [event("u", 30, 3, 1), event("d", 31, 4)])
+    build(partitioned_project(landing / "removed", unpartitioned))
+    assert len(rebuilt("city_id", "")) == 2
+    for table in (STATE, SOFT):
+        assert layout(table) == (False, None, {""}), table
+    files = oracle.files_in([landing / "landing" / "topics"], "address")
+    assert silver_rows(spark, "address", COLUMNS, ["address_id"]) == oracle.expected_current_state(files, "address")
+    assert silver_rows(spark, SOFT, COLUMNS + ["_cdc_is_deleted"], ["address_id"]) == \
+        oracle.expected_current_state(files, "address", deletes="soft")
 
 
 def test_a_partition_by_silver_cannot_keep_is_refused_before_anything_is_written(spark, tmp_path: Path):

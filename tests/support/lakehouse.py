@@ -23,7 +23,7 @@ def project_copy(tmp_path: Path) -> Path:
     """A copy of this dbt project (its YAML, macros, models and seeds) under `tmp_path`,
     for a test to change without touching the project."""
     project = tmp_path / "project"
-    project.mkdir()
+    project.mkdir(parents=True)
     for name in ("dbt_project.yml", "selectors.yml", "macros", "models", "seeds"):
         source = ROOT / name
         (shutil.copytree if source.is_dir() else shutil.copy)(source, project / name)
