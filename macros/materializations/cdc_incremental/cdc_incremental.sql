@@ -44,7 +44,7 @@
     {%- if not full_refresh and cdc_bronze_unchanged_since(watermark) -%}
         {%- call noop_statement('main', 'no new bronze commits', 'OK') -%}{%- endcall -%}
         {{ run_hooks(post_hooks) }}
-        {{ return({'relations': [target_relation]}) }}
+        {{ return({'relations': cdc_built_relations(target_relation, stored_relation)}) }}
     {%- endif -%}
 
     {#- The batch, evaluated once: every later step reads the same rows even while
@@ -75,8 +75,16 @@
 
     {{ run_hooks(post_hooks) }}
     {%- do persist_docs(target_relation, model) -%}
-    {{ return({'relations': [target_relation]}) }}
+    {{ return({'relations': cdc_built_relations(target_relation, stored_relation)}) }}
 {% endmaterialization %}
+
+
+{#- The relations a build returns to dbt, which adds them to its relation cache: the
+    state table too, so that a model built later in the same invocation (a
+    hudi_incremental gold model) finds it with load_relation. -#}
+{% macro cdc_built_relations(target_relation, stored_relation) %}
+    {{ return([target_relation] if stored_relation == target_relation else [target_relation, stored_relation]) }}
+{% endmacro %}
 
 
 {#- The last steps of a build (cdc_incremental, cdc_history) once its table is written:
