@@ -40,9 +40,10 @@ EXIT_USAGE = 2
 EXIT_QUARANTINED = 3
 EXIT_LOCKED = 4
 EXIT_STALE = 7  # a bronze source past its freshness error threshold (--freshness)
+PASSED = (EXIT_OK, EXIT_QUARANTINED)
 # Passes whose build passed: a stale source means late data, not a broken lake, so the
 # steps after the build (table services, verify) still run.
-BUILT = (EXIT_OK, EXIT_QUARANTINED, EXIT_STALE)
+BUILT = (*PASSED, EXIT_STALE)
 # What each exit code means, for the pass's report (--report).
 OUTCOMES = {EXIT_OK: "ok", EXIT_FAILURE: "failed", EXIT_USAGE: "usage error", EXIT_QUARANTINED: "ok, records quarantined",
             EXIT_LOCKED: "locked by another run", EXIT_DIFFERENT: "silver differs from the source",
@@ -243,7 +244,7 @@ def freshness_step(code: int, dbt_args: list[str], report: PassReport) -> int:
     late = [s for s in report.freshness if s["status"] != "pass"]
     if late:
         log.warning("freshness: %s", ", ".join(f"{s['source']} {s['status']}" for s in late))
-    if any(s["status"] != "warn" for s in late) and code in (EXIT_OK, EXIT_QUARANTINED):
+    if any(s["status"] != "warn" for s in late) and code in PASSED:
         return EXIT_STALE
     return code
 
