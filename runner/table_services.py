@@ -21,7 +21,7 @@ from pyspark.sql import SparkSession
 
 from ingestion.errors import TableNameError
 from ingestion.naming import IDENTIFIER, validate_identifier
-from status.collect import hudi_call
+from status.collect import BUILD_TABLE, hudi_call
 
 log = logging.getLogger(__name__)
 
@@ -84,8 +84,8 @@ def hudi_tables(spark: SparkSession, schemas: Sequence[str] = SCHEMAS) -> list[t
         if not spark.catalog.databaseExists(schema):
             continue
         for table in sorted(spark.catalog.listTables(schema), key=lambda t: t.name):
-            if table.tableType == "VIEW" or table.isTemporary:
-                continue
+            if table.tableType == "VIEW" or table.isTemporary or BUILD_TABLE.search(table.name):
+                continue  # a build's lock and work tables are parquet and may vanish while listed
             if not IDENTIFIER.match(table.name):
                 log.warning("table services: %s.%r left out: not a plain identifier", schema, table.name)
                 continue

@@ -3,6 +3,7 @@ file-system view (Hudi's `call` procedures) and one aggregate over its rows."""
 
 from __future__ import annotations
 
+import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -17,6 +18,9 @@ STATE_SUFFIX = "__cdc_state"
 # Tables next to silver's that are not a model's own: Hudi's read-optimized and real-time
 # views of a merge-on-read table, and the rejected events.
 NOT_MODELS = ("_ro", "_rt", "__cdc_rejected")
+# A build's short-lived lock entries and work tables (macros/materializations/concurrent_builds.sql):
+# parquet, and they may vanish while listed.
+BUILD_TABLE = re.compile(r"__cdc_lock_\d{14}_[0-9a-f]{8}$|__cdc_(batch|actions)$|__hudi_(window|changes)$")
 TIMELINE_LIMIT = 200
 # Statuses are read a few tables at a time: each waits mostly on Hudi's timeline reads.
 THREADS = 4
@@ -37,7 +41,8 @@ def silver_tables(spark: SparkSession, schema: str) -> list[tuple[str, str, dict
         raise StatusError(f"there is no schema {schema!r} in this lakehouse: has `dbt build` run?")
     found = []
     for table in spark.catalog.listTables(schema):
-        if table.tableType == "VIEW" or table.name.endswith(NOT_MODELS) or not IDENTIFIER.match(table.name):
+        if table.tableType == "VIEW" or table.name.endswith(NOT_MODELS) or BUILD_TABLE.search(table.name) \
+                or not IDENTIFIER.match(table.name):
             continue
         properties = {row[0]: row[1] for row in spark.sql(f"show tblproperties {schema}.{table.name}").collect()}
         if "cdc.watermark" in properties:

@@ -26,6 +26,7 @@ def _statement(invocation: str, ts: str, sql: str, elapsed: float, model: str | 
 @pytest.mark.parametrize("sql, kind", [
     ('/* {"app": "dbt"} */\ncreate table silver.actor__cdc_batch\n  using parquet as select 1', "create batch"),
     ("create table silver.actor__cdc_actions using parquet as select 1", "create actions"),
+    ("create table gold.payment_facts__hudi_window using parquet as select 1", "create window"),
     ("insert into silver.actor (`actor_id`) select 1", "insert into"),
     ("MERGE INTO silver.actor_history as t using x on 1=1", "merge into"),
     ("call show_commits(table => 'bronze.x', limit => 1)", "call show_commits"),

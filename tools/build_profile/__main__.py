@@ -22,7 +22,7 @@ from pathlib import Path
 
 # A query's leading `/* {...} */` comment, which dbt adds to every statement.
 _COMMENT = re.compile(r"^\s*/\*.*?\*/\s*", re.S)
-_WORK_TABLE = re.compile(r"^create table \S+__cdc_(\w+)\s+using\s+(\w+)", re.I)
+_WORK_TABLE = re.compile(r"^create table \S+__(?:cdc|hudi)_([a-z]+)\s+using\s+(\w+)", re.I)
 _TARGET = re.compile(r"^(insert into|merge into)\s", re.I)
 
 

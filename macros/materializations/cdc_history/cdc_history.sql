@@ -19,6 +19,7 @@
     {%- set primary_key = cdc_validate_config() -%}
     {%- set record_key = primary_key + ['_cdc_order'] -%}
     {%- set target_relation = this.incorporate(type='table') -%}
+    {%- do cdc_lock_build(target_relation) -%}
     {%- set existing_relation = load_relation(this) -%}
     {%- set state = namespace(full_refresh=existing_relation is none or should_full_refresh()) -%}
     {%- if not state.full_refresh -%}
@@ -38,6 +39,7 @@
     {%- if not state.full_refresh and cdc_bronze_unchanged_since(watermark) -%}
         {%- call noop_statement('main', 'no new bronze commits', 'OK') -%}{%- endcall -%}
         {{ run_hooks(post_hooks) }}
+        {%- do cdc_unlock_build(target_relation) -%}
         {{ return({'relations': [target_relation]}) }}
     {%- endif -%}
 
@@ -63,6 +65,7 @@
 
     {{ run_hooks(post_hooks) }}
     {%- do persist_docs(target_relation, model) -%}
+    {%- do cdc_unlock_build(target_relation) -%}
     {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}
 

@@ -30,6 +30,8 @@
     {#- the Hudi table the build writes: the state table, or silver itself with soft deletes -#}
     {%- set stored_relation = target_relation.incorporate(type='table') if soft
         else cdc_state_relation(target_relation) -%}
+    {#- before anything is read: another process's build of this model may change it -#}
+    {%- do cdc_lock_build(target_relation) -%}
     {%- set existing_relation = load_relation(this) -%}
     {%- set full_refresh = existing_relation is none or should_full_refresh()
         or cdc_validate_state(existing_relation, stored_relation) -%}
@@ -44,6 +46,7 @@
     {%- if not full_refresh and cdc_bronze_unchanged_since(watermark) -%}
         {%- call noop_statement('main', 'no new bronze commits', 'OK') -%}{%- endcall -%}
         {{ run_hooks(post_hooks) }}
+        {%- do cdc_unlock_build(target_relation) -%}
         {{ return({'relations': cdc_built_relations(target_relation, stored_relation)}) }}
     {%- endif -%}
 
@@ -60,6 +63,7 @@
     {%- else -%}
         {#- a new truncate or re-snapshot removes what it supersedes before the merge -#}
         {%- do cdc_ensure_upsert_properties(stored_relation, properties) -%}
+        {%- do cdc_compaction_for_concurrent_builds() -%}
         {%- set reset = cdc_apply_resets(stored_relation, resets, properties.get('cdc.resets')) -%}
         {%- if soft -%}
             {%- set result = cdc_merge_soft_deletes(stored_relation, batch, primary_key) -%}
@@ -75,6 +79,7 @@
 
     {{ run_hooks(post_hooks) }}
     {%- do persist_docs(target_relation, model) -%}
+    {%- do cdc_unlock_build(target_relation) -%}
     {{ return({'relations': cdc_built_relations(target_relation, stored_relation)}) }}
 {% endmaterialization %}
 
@@ -101,30 +106,6 @@
         none if full_refresh else applied_groups) -%}
     {%- do cdc_write_watermark(stored_relation, batch) -%}
     {%- do cdc_drop_work_table(batch) -%}
-{% endmacro %}
-
-
-{#- A parquet table `<model>__cdc_<suffix>` next to silver holding `sql`'s rows, written
-    once. Not CACHE TABLE: Hudi's column-stats data skipping unpersists a dataset of its
-    own, which deadlocks with a cache being built in another thread or session (dbt
-    threads > 1, a Thrift Server). A leftover of a crashed build is replaced. -#}
-{% macro cdc_create_work_table(target_relation, suffix, sql) %}
-    {%- set relation = target_relation.incorporate(
-        path={'identifier': target_relation.identifier ~ '__cdc_' ~ suffix}) -%}
-    {%- do cdc_drop_work_table(relation) -%}
-    {%- call statement('cdc_create_' ~ suffix) -%}
-        create table {{ relation }}
-        using parquet
-        as {{ sql }}
-    {%- endcall -%}
-    {{ return(relation) }}
-{% endmacro %}
-
-
-{% macro cdc_drop_work_table(relation) %}
-    {%- call statement('cdc_drop_' ~ relation.identifier) -%}
-        drop table if exists {{ relation }}
-    {%- endcall -%}
 {% endmacro %}
 
 

@@ -139,34 +139,6 @@
 {% endmacro %}
 
 
-{#- A parquet table `<model>__hudi_<suffix>` next to the gold table holding `sql`'s rows,
-    written once so that every later step reads the same rows; a leftover of a stopped
-    build is replaced. -#}
-{% macro hudi_incremental_work_table(target_relation, suffix, sql) %}
-    {%- set relation = hudi_incremental_work_relation(target_relation, suffix) -%}
-    {%- do hudi_incremental_drop_table(relation) -%}
-    {%- call statement('hudi_incremental_create_' ~ suffix) -%}
-        create table {{ relation }}
-        using parquet
-        as {{ sql }}
-    {%- endcall -%}
-    {{ return(relation) }}
-{% endmacro %}
-
-
-{% macro hudi_incremental_work_relation(target_relation, suffix) %}
-    {{ return(target_relation.incorporate(path={'identifier': target_relation.identifier ~ '__hudi_' ~ suffix})) }}
-{% endmacro %}
-
-
-{% macro hudi_incremental_drop_table(relation) %}
-    {%- call statement('hudi_incremental_drop_' ~ relation.identifier) -%}
-        drop table if exists {{ relation }} purge
-    {%- endcall -%}
-{% endmacro %}
-
-
-
 {#- `alias`.`key` = `other`.`key` for each key column: the MERGE's condition, on the
     record key as Hudi requires. -#}
 {% macro hudi_incremental_key_join(alias, other, unique_key) -%}

@@ -24,6 +24,7 @@
     {%- set source = hudi_incremental_source_relation(sql) -%}
     {%- set state = hudi_incremental_state_relation(source, unique_key) -%}
     {%- set target_relation = this.incorporate(type='table') -%}
+    {%- do cdc_lock_build(target_relation) -%}
     {%- set existing_relation = load_relation(this) -%}
 
     {#- Silver's timeline, read once: its newest commit now ends this build's window. -#}
@@ -35,6 +36,7 @@
     {%- if not plan.full_refresh and plan.window | length == 0 -%}
         {%- call noop_statement('main', 'no new silver commits', 'OK') -%}{%- endcall -%}
         {{ run_hooks(post_hooks) }}
+        {%- do cdc_unlock_build(target_relation) -%}
         {{ return({'relations': [target_relation]}) }}
     {%- endif -%}
 
@@ -51,5 +53,6 @@
 
     {{ run_hooks(post_hooks) }}
     {%- do persist_docs(target_relation, model) -%}
+    {%- do cdc_unlock_build(target_relation) -%}
     {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}

@@ -5,9 +5,9 @@
     {%- if existing_relation is not none and existing_relation.is_view -%}
         {%- do adapter.drop_relation(existing_relation) -%}
     {%- endif -%}
-    {%- for relation in [target_relation, hudi_incremental_work_relation(target_relation, 'window'),
-            hudi_incremental_work_relation(target_relation, 'changes')] -%}
-        {%- do hudi_incremental_drop_table(relation) -%}
+    {%- for relation in [target_relation, cdc_work_relation(target_relation, 'window', 'hudi'),
+            cdc_work_relation(target_relation, 'changes', 'hudi')] -%}
+        {%- do cdc_drop_work_table(relation) -%}
     {%- endfor -%}
     {%- set rows_sql = hudi_incremental_snapshot_sql(state, columns, plan.end.completed) -%}
     {%- call statement('hudi_incremental_create') -%}
@@ -29,10 +29,10 @@
     counts for dbt's log line. A model whose columns no longer match the table's
     rebuilds it instead. -#}
 {% macro hudi_incremental_apply(target_relation, existing_relation, sql, state, columns, unique_key, plan) %}
-    {%- set window = hudi_incremental_work_table(target_relation, 'window', hudi_incremental_snapshot_sql(
-        state, columns, plan.end.completed, plan.window | map(attribute='instant') | list)) -%}
-    {%- set changes = hudi_incremental_work_table(target_relation, 'changes', hudi_incremental_model_sql(sql,
-        'select `' ~ columns | join('`, `') ~ '` from ' ~ window ~ ' where not _cdc_deleted')) -%}
+    {%- set window = cdc_create_work_table(target_relation, 'window', hudi_incremental_snapshot_sql(
+        state, columns, plan.end.completed, plan.window | map(attribute='instant') | list), 'hudi') -%}
+    {%- set changes = cdc_create_work_table(target_relation, 'changes', hudi_incremental_model_sql(sql,
+        'select `' ~ columns | join('`, `') ~ '` from ' ~ window ~ ' where not _cdc_deleted'), 'hudi') -%}
     {%- set model_columns = hudi_incremental_columns(changes) -%}
     {%- set names = model_columns | map(attribute='name') | list -%}
     {%- set reason = hudi_incremental_column_change(model_columns, hudi_incremental_columns(existing_relation)) -%}
@@ -88,8 +88,8 @@
         {%- endcall -%}
     {%- endif -%}
     {%- do hudi_incremental_record(target_relation, state, plan) -%}
-    {%- do hudi_incremental_drop_table(window) -%}
-    {%- do hudi_incremental_drop_table(changes) -%}
+    {%- do cdc_drop_work_table(window) -%}
+    {%- do cdc_drop_work_table(changes) -%}
     {{ return('incremental: ' ~ plan.window | length ~ ' silver commit(s) after ' ~ plan.begin.instant ~ ' to '
         ~ plan.end.instant ~ ', window ' ~ counts[0] ~ ' rows: ' ~ counts[1] ~ ' upserted, ' ~ counts[3]
         ~ ' removed') }}
