@@ -42,6 +42,11 @@ def test_applications_get_the_local_targets_settings(monkeypatch: pytest.MonkeyP
     options = spark["spark.driver.extraJavaOptions"]
     assert "jdbc:derby" not in options and "SharedArchiveFile" not in options
     assert not {"spark.master", "spark.driver.memory"} & set(spark)
-    # spark-submit drops non-Spark keys: Hudi's go to hudi-defaults.conf
-    assert hudi == {"hoodie.metadata.enable": "false", "hoodie.datasource.read.file.index.listing.mode": "eager"}
+    # spark-submit drops non-Spark keys: Hudi's go to hudi-defaults.conf, with the shared
+    # metastore's concurrency control (several applications write one lakehouse)
+    assert hudi == {"hoodie.metadata.enable": "false", "hoodie.datasource.read.file.index.listing.mode": "eager",
+                    "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
+                    "hoodie.clean.failed.writes.policy": "LAZY",
+                    "hoodie.write.lock.provider": "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider",
+                    "hoodie.write.lock.filesystem.expire": "5"}
     assert spark["spark.cores.max"] == "2" and spark["spark.executor.cores"] == "1"
