@@ -99,6 +99,8 @@ def freshness_section(results: Any) -> list[dict[str, Any]]:
     sources = []
     for result in results or []:
         node = result.node
+        if str(node.resource_type) != "source":
+            continue  # the project's on-run-end hook runs with `dbt source freshness` too
         entry = {"source": f"{node.source_name}.{node.name}", "status": str(result.status)}
         max_loaded_at = getattr(result, "max_loaded_at", None)
         if max_loaded_at is not None:
