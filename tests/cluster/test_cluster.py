@@ -10,6 +10,7 @@ Not part of `make test` (`make test-cluster` runs it): its own stack, ports 30 a
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -20,6 +21,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+import yaml
 
 from stack.settings import ports_above_defaults
 from tests.support import oracle
@@ -145,13 +147,20 @@ def test_ingestion_and_dbt_on_the_cluster_equal_the_oracle(cluster):
     dbt_env = {**os.environ, **cluster["metastore_env"], **spark_cluster.thrift_env(), "CDC_TARGET": "thrift",
                "DBT_PROFILES_DIR": str(ROOT / "profiles"), "TZ": "UTC"}
     started = time.monotonic()
-    # dbt-spark's unit-test materialization fetches the result of a `create temporary view`,
-    # which a Thrift Server returns without a result set ('NoneType' object is not iterable):
-    # unit tests read no table and run on the `local` target in `make test`.
-    run([DBT, "build", "--select", *SILVER, GOLD, "--exclude-resource-type", "unit_test", "--project-dir", str(ROOT),
+    # the models' dbt unit tests run too (macros/materializations/unit_test/unit.sql)
+    run([DBT, "build", "--select", *SILVER, GOLD, "--project-dir", str(ROOT),
          "--target-path", str(base / "target"), "--log-path", str(logs / "dbt")], dbt_env, logs / "dbt-stdout.log")
     dbt_seconds = time.monotonic() - started
     print(f"\ningestion via spark-submit {ingestion_seconds:.1f}s, dbt build --target thrift {dbt_seconds:.1f}s")
+
+    # every dbt unit test of the project passes through the Thrift Server too
+    run([DBT, "test", "--select", "test_type:unit", "--project-dir", str(ROOT), "--target-path",
+         str(base / "target-unit"), "--log-path", str(logs / "dbt")], dbt_env, logs / "dbt-stdout.log")
+    declared = {test["name"] for path in (ROOT / "models").glob("*/_*__unit_tests.yml")
+                for test in yaml.safe_load(path.read_text())["unit_tests"]}
+    results = json.loads((base / "target-unit" / "run_results.json").read_text())["results"]
+    unit = {r["unique_id"].rsplit(".", 1)[-1]: r["status"] for r in results if r["unique_id"].startswith("unit_test.")}
+    assert set(unit) == declared and set(unit.values()) == {"pass"}, unit
 
     problems = []
     for table in SILVER:
