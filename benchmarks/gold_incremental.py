@@ -1,8 +1,8 @@
 """An incremental gold model against its full rebuild (docs/decisions/gold-incremental-query.md).
 
     python -m benchmarks.gold_incremental [--payments 1000000] [--changes 1000] [--rounds 5]
-        [--shape spread|recent] [--work build/bench/gold_incremental]
-        [--out benchmarks/results/gold_incremental_<shape>.csv]
+        [--shape spread|recent] [--table-type cow|mor] [--work build/bench/gold_incremental]
+        [--out benchmarks/results/gold_incremental_<shape>_<table type>.csv]
 
 In one warm process (one Spark session, dbt in-process, as `python -m runner --every N`
 runs), on a lakehouse of its own under --work: Pagila payment events are generated
@@ -17,7 +17,8 @@ and times:
   incremental   dbt run --select payment_facts (the window since the last round)
   full refresh  dbt run --select payment_facts --full-refresh (the same silver)
 
-and, on the same window, the two ways of reading it: the snapshot the materialization
+with the gold table of --table-type (var cdc_gold_table_type), and a gold query (counts and
+sums by month and band) after each; and, on the same window, the two ways of reading it: the snapshot the materialization
 reads (silver's state table as of the window's last commit, the rows its commits wrote)
 and Hudi's incremental query (`hudi_table_changes`, which the materialization does not
 use: it returns rows silver's merge rejected). The gold table's fingerprint (row count
@@ -121,10 +122,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--changes", type=int, default=1_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--shape", choices=("spread", "recent"), default="spread")
+    parser.add_argument("--table-type", choices=("cow", "mor"), default="cow")
     parser.add_argument("--work", type=Path, default=PROJECT_DIR / "build" / "bench" / "gold_incremental")
-    parser.add_argument("--out", type=Path, help="default: benchmarks/results/gold_incremental_<shape>.csv")
+    parser.add_argument("--out", type=Path, help="default: benchmarks/results/gold_incremental_<shape>_<table type>.csv")
     args = parser.parse_args(argv)
-    args.out = args.out or PROJECT_DIR / "benchmarks" / "results" / f"gold_incremental_{args.shape}.csv"
+    args.out = args.out or PROJECT_DIR / "benchmarks" / "results" / f"gold_incremental_{args.shape}_{args.table_type}.csv"
+    table_type = json.dumps({"cdc_gold_table_type": args.table_type})
 
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)
@@ -150,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def dbt(*dbt_args: str) -> tuple[float, str]:
         start = time.perf_counter()
-        result = dbtRunner().invoke(["run", *dbt_args, "--project-dir", str(PROJECT_DIR)])
+        result = dbtRunner().invoke(["run", *dbt_args, "--project-dir", str(PROJECT_DIR), "--vars", table_type])
         seconds = time.perf_counter() - start
         if not result.success:
             raise Failed(f"dbt run {' '.join(dbt_args)}: {result.exception or result.result}")
@@ -158,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
 
     def consumed() -> str:
         return dict(spark.sql(f"show tblproperties {GOLD}").collect())["hudi_incremental.consumed_completion_time"]
+
+    def gold_query() -> float:
+        return timed_sql(spark, f"select payment_month, amount_band, count(*), sum(amount) from {GOLD} group by 1, 2")
 
     def fingerprint() -> tuple:
         return tuple(spark.sql(f"select count(*), sum(xxhash64({GOLD_COLUMNS})) from {GOLD}").first())
@@ -180,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         incremental_s, message = dbt("--select", "payment_facts")
         end = consumed()
         incremental = fingerprint()
+        query_after_incremental_s = gold_query()
         instants = [r["commit_time"] for r in spark.sql(f"call show_commits(table => '{STATE}', limit => 1000)")
                     .collect() if begin < r["state_transition_time"] <= end]
         snapshot_s = timed_sql(spark, f"select count(*), sum(xxhash64({SILVER_COLUMNS})) from {STATE} "
@@ -188,12 +195,15 @@ def main(argv: list[str] | None = None) -> int:
         hudi_s = timed_sql(spark, f"select count(*), sum(xxhash64({SILVER_COLUMNS})) from "
                                   f"hudi_table_changes('{STATE}', 'latest_state', '{begin}', '{end}')")
         full_s, full_message = dbt("--select", "payment_facts", "--full-refresh")
+        query_after_full_s = gold_query()
         if fingerprint() != incremental or not full_message.startswith("full refresh"):
             raise Failed(f"round {round_no}: incremental gold {incremental} != full refresh {fingerprint()}")
-        row = {"round": round_no, "shape": args.shape, "payments": args.payments, "changes": args.changes,
-               "gold_rows": incremental[0],
+        row = {"round": round_no, "shape": args.shape, "table_type": args.table_type, "payments": args.payments,
+               "changes": args.changes, "gold_rows": incremental[0],
                "silver_build_s": round(silver_s, 2), "gold_incremental_s": round(incremental_s, 2),
-               "gold_full_refresh_s": round(full_s, 2), "window_snapshot_read_s": round(snapshot_s, 2),
+               "gold_full_refresh_s": round(full_s, 2), "gold_query_after_incremental_s": round(query_after_incremental_s, 2),
+               "gold_query_after_full_refresh_s": round(query_after_full_s, 2),
+               "window_snapshot_read_s": round(snapshot_s, 2),
                "hudi_incremental_query_s": round(hudi_s, 2), "incremental_message": message}
         rows.append(row)
         print(json.dumps(row), flush=True)
@@ -203,8 +213,8 @@ def main(argv: list[str] | None = None) -> int:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    for column in ("silver_build_s", "gold_incremental_s", "gold_full_refresh_s", "window_snapshot_read_s",
-                   "hudi_incremental_query_s"):
+    for column in ("silver_build_s", "gold_incremental_s", "gold_full_refresh_s", "gold_query_after_incremental_s",
+                   "gold_query_after_full_refresh_s", "window_snapshot_read_s", "hudi_incremental_query_s"):
         print(f"median {column:<26} {statistics.median(r[column] for r in rows):7.2f}")
     ratio = statistics.median(r["gold_incremental_s"] / r["gold_full_refresh_s"] for r in rows)
     print(f"median incremental / full refresh    {ratio:7.2f}")

@@ -138,10 +138,14 @@
 {% endmacro %}
 
 
-{#- True when no other process can open this lakehouse's catalog at the same time: the
-    embedded Spark session (`local` target) on the embedded Derby metastore. -#}
+{#- True when no other process can open this lakehouse's catalog at the same time: an
+    embedded Spark session on the embedded Derby metastore, which the `local` target
+    says with `spark.cdc.metastore` (profiles/profiles.yml). Read from the session, not
+    from dbt's `target`, which does not carry the connection method; a Thrift Server's
+    sessions say `shared` or nothing. -#}
 {% macro cdc_single_process() %}
-    {{ return(target.method == 'session' and env_var('CDC_METASTORE', 'embedded') == 'embedded') }}
+    {%- set found = run_query('set spark.cdc.metastore') -%}
+    {{ return(found.rows | length > 0 and found.rows[0][1] == 'embedded') }}
 {% endmacro %}
 
 

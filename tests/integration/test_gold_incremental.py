@@ -36,7 +36,6 @@ pytestmark = pytest.mark.integration
 
 SCHEMA = "bronze_gold_incremental"
 TOPIC = "pagila.public.payment"
-VARS = json.dumps({"cdc_bronze_schema": SCHEMA})
 STATE = "silver.payment__cdc_state"
 GOLD = "gold.payment_facts"
 COLUMNS = ["payment_id", "customer_id", "staff_id", "rental_id", "amount", "payment_date", "payment_month",
@@ -83,8 +82,9 @@ def facts(rows: list[dict]) -> list[dict]:
 class Lake:
     """The test's bronze landing, its batches (for the oracle) and dbt on a project copy."""
 
-    def __init__(self, spark, root: Path):
-        self.spark, self.root = spark, root
+    def __init__(self, spark, root: Path, table_type: str = "cow"):
+        self.spark, self.root, self.table_type = spark, root, table_type
+        self.vars = json.dumps({"cdc_bronze_schema": SCHEMA, "cdc_gold_table_type": table_type})
         self.project = project_copy(root)
         self.batches: list[Path] = []
         self.offset = 0
@@ -103,7 +103,7 @@ class Lake:
         assert summary.quarantined == 0, summary.render()
 
     def dbt(self, *args: str) -> str:
-        result = dbt_invoke(*args, "--vars", VARS, "--target-path", str(self.project / "target"),
+        result = dbt_invoke(*args, "--vars", self.vars, "--target-path", str(self.project / "target"),
                             project=self.project)
         assert result.success, f"dbt {' '.join(args)}: {result.exception or [r.message for r in result.result]}"
         return result.result.results[0].message if result.result.results else ""
@@ -165,8 +165,8 @@ class Lake:
 
 
 @pytest.fixture
-def lake(spark, tmp_path: Path):
-    yield Lake(spark, tmp_path)
+def lake(spark, tmp_path: Path, request):
+    yield Lake(spark, tmp_path, getattr(request, "param", "cow"))
     drop_schemas(spark, [SCHEMA])
     drop_tables(spark, [("silver", "payment" + s) for s in ("", "__cdc_state", "__cdc_rejected", "__cdc_batch")]
                 + [("gold", "payment_facts" + s) for s in ("", "__hudi_window", "__hudi_changes")])
@@ -180,17 +180,21 @@ def hudi_incremental_query_keys(spark, begin_completed: str, end_completed: str)
     return {row[0]: row[1] for row in rows}
 
 
+# gold as copy-on-write (the default) and as merge-on-read (its MERGE appends log files)
+@pytest.mark.parametrize("lake", ["cow", "mor"], indirect=True)
 def test_gold_takes_only_silver_commits_it_has_not_read(spark, lake: Lake, run_dir: Path):
     # silver and gold built from nothing in one invocation: gold finds the state table
     # silver created moments before (dbt's relation cache knows it)
     lake.land(*(event("c", 10 + k, k, cents, day=k) for k, cents in
                 [(1, 499), (2, 99), (3, 250), (4, 700), (5, 150), (6, 575), (7, 0), (8, 325)]))
-    result = dbt_invoke("run", "--select", "payment", "payment_facts", "--vars", VARS,
+    result = dbt_invoke("run", "--select", "payment", "payment_facts", "--vars", lake.vars,
                         "--target-path", str(lake.project / "target"), project=lake.project)
     assert result.success, [str(r.message) for r in result.result.results] if result.result else result.exception
     assert {r.node.name: r.message for r in result.result.results}["payment_facts"] == "full refresh"
     lake.consumed_batches = len(lake.batches)
     assert lake.gold_rows() == lake.expected() and len(lake.gold_rows()) == 7
+    stored_type = dict(spark.sql(f"show tblproperties {GOLD}").collect())["type"]
+    assert stored_type == lake.table_type, stored_type
 
     # an update, an update to zero (leaves gold), a delete, an insert, an insert deleted again
     lake.silver(event("u", 30, 1, 899, day=1), event("u", 31, 2, 0, day=2), event("d", 32, 3),
@@ -223,7 +227,7 @@ def test_gold_takes_only_silver_commits_it_has_not_read(spark, lake: Lake, run_d
     assert lake.gold("--full-refresh") == "full refresh"
     assert lake.gold_rows() == incremental == lake.expected()
     # and the model's SQL on its own (`dbt show`) is what the table holds
-    shown = dbt_invoke("show", "--select", "payment_facts", "--limit", "-1", "--vars", VARS,
+    shown = dbt_invoke("show", "--select", "payment_facts", "--limit", "-1", "--vars", lake.vars,
                        "--target-path", str(lake.project / "target"), project=lake.project)
     assert sorted(int(row["payment_id"]) for row in shown.result.results[0].agate_table.rows) == \
         [row["payment_id"] for row in incremental]
@@ -250,6 +254,13 @@ def test_gold_takes_only_silver_commits_it_has_not_read(spark, lake: Lake, run_d
     silver = oracle.expected_current_state_from_batches(lake.batches, "payment")
     silver[0]["amount"] += Decimal("1.00")
     assert silver[0]["payment_id"] == 1 and lake.gold_rows() == facts(silver)
+
+    # the other table type: the table is rebuilt as it
+    other = {"cow": "mor", "mor": "cow"}[lake.table_type]
+    lake.vars = json.dumps({"cdc_bronze_schema": SCHEMA, "cdc_gold_table_type": other})
+    assert rebuild_reason(lake.gold(), run_dir) == f"its table type is {lake.table_type}, the model's {other}"
+    assert dict(spark.sql(f"show tblproperties {GOLD}").collect())["type"] == other
+    assert lake.gold_rows() == facts(silver)
 
 
 def compact(spark) -> None:

@@ -106,16 +106,23 @@
 {% endmacro %}
 
 
-{#- The gold table's Hudi properties: copy-on-write (readers read plain parquet base
-    files, no merge), record key = `unique_key`, no ordering field (a MERGE replaces
-    the row), SIMPLE index, zstd and files of at most 16 MiB as silver's
-    (docs/decisions/silver-index-codec-file-size.md), then the model's `hudi_options`. -#}
+{#- The gold table's Hudi properties: its table type (hudi_incremental_table_type),
+    record key = `unique_key`, no ordering field (a MERGE replaces the row), zstd and
+    files of at most 16 MiB as silver's (docs/decisions/silver-index-codec-file-size.md),
+    then the model's `hudi_options`. Copy-on-write: the SIMPLE index, and readers read
+    plain parquet files; merge-on-read: silver's layout (the bucket index, whose lookup
+    is a hash, and inline compaction every fifth commit), so that a window's MERGE
+    appends log files instead of rewriting every file group it touches
+    (docs/decisions/gold-incremental-query.md). -#}
 {% macro hudi_incremental_tblproperties(unique_key) %}
     {%- set options = {
-        'type': 'cow',
+        'type': hudi_incremental_table_type(),
         'primaryKey': unique_key | join(','),
         'hoodie.index.type': 'SIMPLE',
     } -%}
+    {%- if options.type == 'mor' -%}
+        {%- do options.update(cdc_state_table_options()) -%}
+    {%- endif -%}
     {%- do options.update(cdc_parquet_file_options()) -%}
     {%- do options.update(config.get('hudi_options') or {}) -%}
     {{ cdc_tblproperties_clause(options) }}

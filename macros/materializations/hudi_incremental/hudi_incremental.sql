@@ -6,7 +6,8 @@
     a filter), never joined or aggregated: each gold row comes from one silver row and
     keeps its key (`unique_key`, the silver model's primary key).
 
-    The gold table is a copy-on-write Hudi table. A build reads silver's state table
+    The gold table is a Hudi table, copy-on-write or merge-on-read (the `table_type`
+    config, else the var `cdc_gold_table_type`). A build reads silver's state table
     `<silver model>__cdc_state` (docs/decisions/silver-one-state-table.md) as of the
     newest silver commit when the build began, fixed before anything else runs so that
     a silver commit made meanwhile is read by the next build:
@@ -45,6 +46,7 @@
         {%- set result = hudi_incremental_full_refresh(target_relation, existing_relation, sql, state,
             columns, unique_key, plan) -%}
     {%- else -%}
+        {%- do cdc_compaction_for_concurrent_builds() -%}
         {%- set result = hudi_incremental_apply(target_relation, existing_relation, sql, state, columns,
             unique_key, plan) -%}
     {%- endif -%}

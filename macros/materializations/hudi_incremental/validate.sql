@@ -28,7 +28,8 @@
             'hoodie.datasource.write.precombine.field', 'hoodie.table.ordering.fields'] -%}
         {{ exceptions.raise_compiler_error(
             "Model " ~ model.name ~ ": hudi_options sets " ~ name ~ ", which hudi_incremental derives itself "
-            ~ "(copy-on-write, record key = unique_key, no ordering field: the newest window wins). Remove it.") }}
+            ~ "(the table type from the table_type config, record key = unique_key, no ordering field: the newest "
+            ~ "window wins). Remove it.") }}
     {%- endfor -%}
     {{ return(unique_key) }}
 {% endmacro %}
@@ -124,6 +125,19 @@
       - a commit of the window deleted rows outright (silver applies a truncate or a
         re-snapshot with Hudi deletes) or replaced file groups: the rows it removed are
         not in any snapshot, so the window cannot show them. -#}
+{#- The gold table's Hudi table type: the model's `table_type` config, else the var
+    `cdc_gold_table_type`, 'cow' (copy-on-write) or 'mor' (merge-on-read). -#}
+{% macro hudi_incremental_table_type() %}
+    {%- set table_type = (config.get('table_type') or var('cdc_gold_table_type', 'cow')) | string | lower -%}
+    {%- if table_type not in ['cow', 'mor'] -%}
+        {{ exceptions.raise_compiler_error(
+            "Model " ~ model.name ~ ": table_type '" ~ table_type ~ "' is neither cow (copy-on-write) nor mor "
+            ~ "(merge-on-read); set the model's table_type config or the var cdc_gold_table_type to one of them.") }}
+    {%- endif -%}
+    {{ return(table_type) }}
+{% endmacro %}
+
+
 {% macro hudi_incremental_rebuild_reason(existing_relation, state, timeline, plan) %}
     {%- if existing_relation.is_view -%}
         {{ return("it is a view, not a table this materialization built") }}
@@ -133,6 +147,11 @@
     {%- if consumed is none or properties.get('primaryKey') is none -%}
         {{ return("it records no silver commit it consumed (built by another materialization, or its last build "
             ~ "stopped half way)") }}
+    {%- endif -%}
+    {%- set stored_type = (properties.get('type') or 'cow') | lower -%}
+    {%- set stored_type = {'copy_on_write': 'cow', 'merge_on_read': 'mor'}.get(stored_type, stored_type) -%}
+    {%- if stored_type != hudi_incremental_table_type() -%}
+        {{ return("its table type is " ~ stored_type ~ ", the model's " ~ hudi_incremental_table_type()) }}
     {%- endif -%}
     {%- set source_name = state.schema ~ '.' ~ state.identifier -%}
     {%- if properties.get('hudi_incremental.source') != source_name -%}
