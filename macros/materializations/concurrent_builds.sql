@@ -42,7 +42,7 @@
                 {{ log("WARNING " ~ model.name ~ ": dropping the build lock " ~ target_relation.schema ~ "."
                     ~ row['tableName'] ~ " of build " ~ found.group(1) ~ ", which began over "
                     ~ var('cdc_build_lock_max_age_hours', 24) ~ " hours ago (a killed build).", info=true) }}
-                {%- do cdc_drop_work_table(target_relation.incorporate(type='table',
+                {%- do cdc_drop_table(target_relation.incorporate(type='table',
                     path={'identifier': row['tableName']})) -%}
             {%- else -%}
                 {%- do holders.append(found.group(1)) -%}
@@ -84,7 +84,7 @@
             {%- set state.first_tries = state.first_tries + 1 -%}
             {%- do cdc_sleep(1) -%}
         {%- else -%}
-            {%- do cdc_drop_work_table(own) -%}
+            {%- do cdc_drop_table(own) -%}
             {%- if state.waited < wait_seconds -%}
                 {%- if state.waited == 0 -%}
                     {{ log(model.name ~ ": waiting for build " ~ state.others | join(', ')
@@ -98,7 +98,7 @@
         {%- endif -%}
     {%- endfor -%}
     {%- if not state.held -%}
-        {%- do cdc_drop_work_table(own) -%}
+        {%- do cdc_drop_table(own) -%}
         {%- set example = target_relation.schema ~ '.' ~ target_relation.identifier ~ '__cdc_lock_'
             ~ state.others[0] -%}
         {{ exceptions.raise_compiler_error(
@@ -121,7 +121,7 @@
     one): drops this build's entry. -#}
 {% macro cdc_unlock_build(target_relation) %}
     {%- if not cdc_single_process() -%}
-        {%- do cdc_drop_work_table(cdc_lock_relation(target_relation)) -%}
+        {%- do cdc_drop_table(cdc_lock_relation(target_relation)) -%}
     {%- endif -%}
 {% endmacro %}
 
@@ -172,7 +172,7 @@
     cache being built in another thread or session (dbt threads > 1, a Thrift Server). -#}
 {% macro cdc_create_work_table(target_relation, suffix, sql, prefix='cdc') %}
     {%- set relation = cdc_work_relation(target_relation, suffix, prefix) -%}
-    {%- do cdc_drop_work_table(relation) -%}
+    {%- do cdc_drop_table(relation) -%}
     {%- call statement(prefix ~ '_create_' ~ suffix) -%}
         create table {{ relation }}
         using parquet
@@ -188,7 +188,7 @@
 {% endmacro %}
 
 
-{% macro cdc_drop_work_table(relation) %}
+{% macro cdc_drop_table(relation) %}
     {%- call statement('cdc_drop_' ~ relation.identifier) -%}
         drop table if exists {{ relation }} purge
     {%- endcall -%}

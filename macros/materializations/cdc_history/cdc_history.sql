@@ -147,6 +147,6 @@
                 values (version.`{{ columns | join('`, version.`') }}`)
         {%- endcall -%}
     {%- endif -%}
-    {%- do cdc_drop_work_table(actions) -%}
+    {%- do cdc_drop_table(actions) -%}
     {{ return('versions=' ~ counts['upsert'] ~ ' retired=' ~ counts['delete']) }}
 {% endmacro %}

@@ -105,7 +105,7 @@
     {%- do cdc_write_resets(stored_relation, resets, none if full_refresh else applied, reset_groups,
         none if full_refresh else applied_groups) -%}
     {%- do cdc_write_watermark(stored_relation, batch) -%}
-    {%- do cdc_drop_work_table(batch) -%}
+    {%- do cdc_drop_table(batch) -%}
 {% endmacro %}
 
 

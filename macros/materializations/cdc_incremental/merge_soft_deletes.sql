@@ -52,6 +52,6 @@
         {%- endcall -%}
     {%- endif -%}
 
-    {%- do cdc_drop_work_table(changes) -%}
+    {%- do cdc_drop_table(changes) -%}
     {{ return('changed=' ~ count) }}
 {% endmacro %}

@@ -7,7 +7,7 @@
     {%- endif -%}
     {%- for relation in [target_relation, cdc_work_relation(target_relation, 'window', 'hudi'),
             cdc_work_relation(target_relation, 'changes', 'hudi')] -%}
-        {%- do cdc_drop_work_table(relation) -%}
+        {%- do cdc_drop_table(relation) -%}
     {%- endfor -%}
     {%- set rows_sql = hudi_incremental_snapshot_sql(state, columns, plan.end.completed) -%}
     {%- call statement('hudi_incremental_create') -%}
@@ -88,8 +88,8 @@
         {%- endcall -%}
     {%- endif -%}
     {%- do hudi_incremental_record(target_relation, state, plan) -%}
-    {%- do cdc_drop_work_table(window) -%}
-    {%- do cdc_drop_work_table(changes) -%}
+    {%- do cdc_drop_table(window) -%}
+    {%- do cdc_drop_table(changes) -%}
     {{ return('incremental: ' ~ plan.window | length ~ ' silver commit(s) after ' ~ plan.begin.instant ~ ' to '
         ~ plan.end.instant ~ ', window ' ~ counts[0] ~ ' rows: ' ~ counts[1] ~ ' upserted, ' ~ counts[3]
         ~ ' removed') }}

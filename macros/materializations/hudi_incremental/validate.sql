@@ -111,20 +111,6 @@
 {% endmacro %}
 
 
-{#- Why the existing table cannot take the window after the commit it consumed last, or
-    none (then `plan` gets `begin` and `window`):
-      - it is not a table this materialization finished building (a view or table of
-        another materialization, or its first build stopped before recording a commit);
-      - the model's compiled SQL changed (its md5 is recorded with the commit): rows the
-        windows do not touch would keep the old logic;
-      - it was built from another silver table, or from a state table since created anew
-        (silver's full refresh: new rows, new instants);
-      - the commit it consumed is no longer on silver's active timeline (archived, or
-        rolled back): the window's commits can no longer be listed, nor checked for what
-        follows;
-      - a commit of the window deleted rows outright (silver applies a truncate or a
-        re-snapshot with Hudi deletes) or replaced file groups: the rows it removed are
-        not in any snapshot, so the window cannot show them. -#}
 {#- The gold table's Hudi table type: the model's `table_type` config, else the var
     `cdc_gold_table_type`, 'cow' (copy-on-write) or 'mor' (merge-on-read). -#}
 {% macro hudi_incremental_table_type() %}
@@ -138,6 +124,21 @@
 {% endmacro %}
 
 
+{#- Why the existing table cannot take the window after the commit it consumed last, or
+    none (then `plan` gets `begin` and `window`):
+      - it is not a table this materialization finished building (a view or table of
+        another materialization, or its first build stopped before recording a commit);
+      - its table type is not the model's (hudi_incremental_table_type);
+      - the model's compiled SQL changed (its md5 is recorded with the commit): rows the
+        windows do not touch would keep the old logic;
+      - it was built from another silver table, or from a state table since created anew
+        (silver's full refresh: new rows, new instants);
+      - the commit it consumed is no longer on silver's active timeline (archived, or
+        rolled back): the window's commits can no longer be listed, nor checked for what
+        follows;
+      - a commit of the window deleted rows outright (silver applies a truncate or a
+        re-snapshot with Hudi deletes) or replaced file groups: the rows it removed are
+        not in any snapshot, so the window cannot show them. -#}
 {% macro hudi_incremental_rebuild_reason(existing_relation, state, timeline, plan) %}
     {%- if existing_relation.is_view -%}
         {{ return("it is a view, not a table this materialization built") }}
@@ -150,8 +151,9 @@
     {%- endif -%}
     {%- set stored_type = (properties.get('type') or 'cow') | lower -%}
     {%- set stored_type = {'copy_on_write': 'cow', 'merge_on_read': 'mor'}.get(stored_type, stored_type) -%}
-    {%- if stored_type != hudi_incremental_table_type() -%}
-        {{ return("its table type is " ~ stored_type ~ ", the model's " ~ hudi_incremental_table_type()) }}
+    {%- set wanted_type = hudi_incremental_table_type() -%}
+    {%- if stored_type != wanted_type -%}
+        {{ return("its table type is " ~ stored_type ~ ", the model's " ~ wanted_type) }}
     {%- endif -%}
     {%- set source_name = state.schema ~ '.' ~ state.identifier -%}
     {%- if properties.get('hudi_incremental.source') != source_name -%}
