@@ -38,7 +38,7 @@ from ingestion.kafka_pipeline import KafkaIngestConfig, run_kafka
 from ingestion.kafka_source import KafkaSource
 from ingestion.naming import table_for_topic
 from ingestion.registry import SchemaRegistryClient
-from tests.support.lakehouse import dbt_invoke, drop_tables, silver_rows
+from tests.support.lakehouse import MODEL_TABLE_SUFFIXES, dbt_invoke, drop_tables, silver_rows
 from tests.support.paths import ROOT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("empty_project_schemas")]
@@ -126,7 +126,7 @@ def project(evo, spark) -> Path:
     model_sql = (ROOT / "models" / "silver" / "actor.sql").read_text()
     (project / "models" / "silver" / f"{MODEL}.sql").write_text(model_sql.replace("pagila_public_actor", SOURCE))
     yield project
-    drop_tables(spark, [("silver", MODEL + s) for s in ("", "__cdc_state", "__cdc_rejected")])
+    drop_tables(spark, [("silver", MODEL + s) for s in MODEL_TABLE_SUFFIXES])
 
 
 def build(project: Path, columns: dict[str, str]) -> str:

@@ -13,7 +13,7 @@ import pytest
 from dbt.cli.main import dbtRunner
 
 from ingestion.cli import EXIT_QUARANTINED, main
-from tests.support.lakehouse import dbt, drop_schemas, drop_tables, silver_rows
+from tests.support.lakehouse import MODEL_TABLE_SUFFIXES, dbt, drop_schemas, drop_tables, silver_rows
 from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.integration
@@ -24,7 +24,7 @@ LIMIT = 2048  # --max-record-bytes
 EVIL_TOPIC = "evil`;drop table silver.actor;--"
 EVIL_COLUMN = "first_name`; drop table silver.actor; --"
 VARS = json.dumps({"cdc_bronze_schema": SCHEMA})
-SILVER = [("silver", "actor"), ("silver", "actor__cdc_state"), ("silver", "actor__cdc_rejected")]
+SILVER = [("silver", "actor" + suffix) for suffix in MODEL_TABLE_SUFFIXES]
 
 
 def envelope(op: str, lsn: int, after: dict | None, before: dict | None = None) -> str:

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from ingestion.pipeline import IngestConfig, run as ingest
-from tests.support.lakehouse import dbt_invoke, drop_schemas, drop_tables
+from tests.support.lakehouse import MODEL_TABLE_SUFFIXES, dbt_invoke, drop_schemas, drop_tables
 from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.integration
@@ -190,7 +190,7 @@ def cleanup(spark):
     schemas = []
     yield schemas
     drop_schemas(spark, schemas)
-    drop_tables(spark, [("silver", MODEL + s) for s in ("", "__cdc_state", "__cdc_rejected")])
+    drop_tables(spark, [("silver", MODEL + s) for s in MODEL_TABLE_SUFFIXES])
 
 
 def test_every_declared_type_builds_and_merges(spark, tmp_path: Path, cleanup):

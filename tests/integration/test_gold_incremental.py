@@ -30,7 +30,7 @@ import pytest
 
 from ingestion.pipeline import IngestConfig, run as ingest
 from tests.support import oracle
-from tests.support.lakehouse import dbt_invoke, drop_schemas, drop_tables, project_copy
+from tests.support.lakehouse import MODEL_TABLE_SUFFIXES, dbt_invoke, drop_schemas, drop_tables, project_copy
 
 pytestmark = pytest.mark.integration
 
@@ -168,7 +168,7 @@ class Lake:
 def lake(spark, tmp_path: Path, request):
     yield Lake(spark, tmp_path, getattr(request, "param", "cow"))
     drop_schemas(spark, [SCHEMA])
-    drop_tables(spark, [("silver", "payment" + s) for s in ("", "__cdc_state", "__cdc_rejected", "__cdc_batch")]
+    drop_tables(spark, [("silver", "payment" + s) for s in (*MODEL_TABLE_SUFFIXES, "__cdc_batch")]
                 + [("gold", "payment_facts" + s) for s in ("", "__hudi_window", "__hudi_changes")])
 
 

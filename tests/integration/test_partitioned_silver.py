@@ -21,7 +21,8 @@ import yaml
 
 from ingestion.pipeline import IngestConfig, run as ingest
 from tests.support import oracle
-from tests.support.lakehouse import dbt_invoke, drop_schemas, drop_tables, project_copy, silver_rows, table_folder
+from tests.support.lakehouse import (MODEL_TABLE_SUFFIXES, dbt_invoke, drop_schemas, drop_tables, project_copy,
+                                     silver_rows, table_folder)
 
 pytestmark = pytest.mark.integration
 
@@ -79,7 +80,7 @@ def landing(spark, tmp_path: Path):
     yield tmp_path
     drop_schemas(spark, [SCHEMA])
     drop_tables(spark, [("silver", name + suffix) for name in ("address", SOFT)
-                        for suffix in ("", "__cdc_state", "__cdc_rejected")])
+                        for suffix in MODEL_TABLE_SUFFIXES])
 
 
 def land(spark, root: Path, offset: int, lines: list[str]) -> None:

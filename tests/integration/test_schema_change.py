@@ -17,7 +17,7 @@ from dbt.cli.main import dbtRunner
 from ingestion.pipeline import IngestConfig, run as ingest
 from tests.property.streams import ACTOR, EPOCH_MS, SinkFile, Stream, _Position, _record, _wrap
 from tests.support import oracle
-from tests.support.lakehouse import dbt, drop_schemas, drop_tables, silver_rows
+from tests.support.lakehouse import MODEL_TABLE_SUFFIXES, dbt, drop_schemas, drop_tables, silver_rows
 from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.integration
@@ -82,7 +82,7 @@ def cleanup(spark):
     yield
     drop_schemas(spark, [SCHEMA])
     drop_tables(spark, [("silver", model + s) for model in ("actor", "actor_history")
-                        for s in ("", "__cdc_state", "__cdc_rejected", "__old")])
+                        for s in (*MODEL_TABLE_SUFFIXES, "__old")])
 
 
 def test_a_declared_column_the_table_lacks_rebuilds_it(spark, tmp_path: Path, cleanup):

@@ -22,7 +22,7 @@ from ingestion.pipeline import IngestConfig, run as ingest
 from ingestion.spark import session_settings
 from ingestion.transform import BRONZE_COLUMNS
 from tests.integration.test_column_types import COLUMNS, EPOCH, debezium, micros, row
-from tests.support.lakehouse import dbt_invoke, drop_schemas, drop_tables
+from tests.support.lakehouse import MODEL_TABLE_SUFFIXES, dbt_invoke, drop_schemas, drop_tables
 from tests.support.paths import ROOT
 from tests.support.sink_formats import recorded_avro, recorded_values, write_avro, write_avro_bodies, write_parquet
 
@@ -323,7 +323,7 @@ def silver_typed(spark, kind: str) -> list[dict]:
 
 FORMATS = {"json": [(".json", None)], "avro": [(".avro", "bzip2"), (".avro", "deflate")],
            "parquet": [(".snappy.parquet", "SNAPPY"), (".gz.parquet", "GZIP")]}
-SILVER_TABLES = [f"{MODEL}_{kind}{suffix}" for kind in FORMATS for suffix in ("", "__cdc_state", "__cdc_rejected")]
+SILVER_TABLES = [f"{MODEL}_{kind}{suffix}" for kind in FORMATS for suffix in MODEL_TABLE_SUFFIXES]
 
 
 def test_every_debezium_type_decodes_in_silver_as_from_json(spark, tmp_path: Path, schemas):

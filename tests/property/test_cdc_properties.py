@@ -32,7 +32,7 @@ from hypothesis import HealthCheck, Phase, example, given, seed, settings
 from ingestion.naming import table_for_topic
 from ingestion.pipeline import IngestConfig, run as ingest
 from tests.support import oracle
-from tests.support.lakehouse import dbt, drop_tables, history_rows, silver_rows
+from tests.support.lakehouse import MODEL_TABLE_SUFFIXES, dbt, drop_tables, history_rows, silver_rows
 from tests.support.paths import ROOT
 
 from .streams import (SOURCES, Source, Stream, change_streams, history_versions_split_and_merged,
@@ -59,7 +59,7 @@ def bronze_table(source: Source) -> str:
 def reset(spark, source: Source) -> None:
     """Drop the source's bronze change log and its silver tables (and their folders)."""
     silver = [("silver", model + suffix) for model, _ in source.models()
-              for suffix in ("", "__cdc_state", "__cdc_rejected")]
+              for suffix in MODEL_TABLE_SUFFIXES]
     drop_tables(spark, [("bronze", table_for_topic(source.topic)), *silver])
 
 

@@ -79,6 +79,12 @@ def _warehouse(spark) -> Path:
     return Path(spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:"))
 
 
+# The tables a hard-delete silver model `<model>` consists of: its view, the state table,
+# the state table's read-optimized and real-time tables (Hudi's metastore sync registers
+# them), the recent table its view lays over the base files, and its rejected events.
+MODEL_TABLE_SUFFIXES = ("", "__cdc_state", "__cdc_state_ro", "__cdc_state_rt", "__cdc_recent", "__cdc_rejected")
+
+
 def drop_tables(spark, tables: Iterable[tuple[str, str]]) -> None:
     """Drop (schema, table) pairs and their warehouse folders, so a table created again
     under the same name starts empty (Hudi keeps its timeline in the folder). A pair may

@@ -58,22 +58,34 @@
     {%- set batch_sql = cdc_model_batch_sql(sql, cdc_stages(cdc_source_relation(), watermark, stored_groups)) -%}
     {%- set batch = cdc_create_work_table(target_relation, 'batch', batch_sql) -%}
     {%- set resets, reset_groups = cdc_batch_resets(batch, with_groups=true) -%}
+    {#- the newest _cdc_order the state table holds (cdc_merge) -#}
+    {%- set max_order = none -%}
     {%- if full_refresh -%}
         {%- set result = cdc_full_refresh(target_relation, stored_relation, existing_relation, batch, primary_key) -%}
+        {%- if not soft -%}
+            {%- set max_order = run_query("select max(_cdc_order) from " ~ batch
+                ~ " where _cdc_row = 'change'").columns[0].values()[0] -%}
+        {%- endif -%}
     {%- else -%}
         {#- a new truncate or re-snapshot removes what it supersedes before the merge -#}
         {%- do cdc_ensure_upsert_properties(stored_relation, properties) -%}
         {%- do cdc_compaction_for_concurrent_builds() -%}
-        {%- set reset = cdc_apply_resets(stored_relation, resets, properties.get('cdc.resets')) -%}
+        {%- if not soft -%}
+            {%- do cdc_trim_recent(target_relation, stored_relation) -%}
+        {%- endif -%}
+        {%- set reset = cdc_apply_resets(target_relation, stored_relation, resets, properties.get('cdc.resets'),
+            primary_key) -%}
         {%- if soft -%}
             {%- set result = cdc_merge_soft_deletes(stored_relation, batch, primary_key) -%}
         {%- else -%}
-            {%- set result = cdc_merge(stored_relation, batch, primary_key) -%}
+            {%- set result, max_order = cdc_merge(target_relation, stored_relation, batch, primary_key,
+                properties.get('cdc.max_order')) -%}
         {%- endif -%}
         {%- set result = result ~ (' reset' if reset else '') -%}
     {%- endif -%}
     {%- do cdc_finish_build(target_relation, stored_relation, batch, primary_key, full_refresh, resets,
-        properties.get('cdc.resets'), reset_groups, properties.get('cdc.reset_groups')) -%}
+        properties.get('cdc.resets'), reset_groups, properties.get('cdc.reset_groups'),
+        {} if max_order is none else {'cdc.max_order': max_order}) -%}
 
     {%- call noop_statement('main', result, 'OK') -%}{%- endcall -%}
 
@@ -98,13 +110,14 @@
     a full refresh; with `reset_groups`, the groups for the next build's cdc_resets, and
     `applied_groups` as stored) and the watermark on the stored table `stored_relation`,
     drop the batch. The watermark comes last: a build that stops before it reads its
-    window again, and merging its groups again changes nothing (each figure is a max). -#}
+    window again, and merging its groups again changes nothing (each figure is a max).
+    `properties`: more table properties to set with the watermark. -#}
 {% macro cdc_finish_build(target_relation, stored_relation, batch, primary_key, full_refresh, resets, applied,
-        reset_groups=none, applied_groups=none) %}
+        reset_groups=none, applied_groups=none, properties={}) %}
     {%- do cdc_record_rejected(target_relation, batch, primary_key, full_refresh) -%}
     {%- do cdc_write_resets(stored_relation, resets, none if full_refresh else applied, reset_groups,
         none if full_refresh else applied_groups) -%}
-    {%- do cdc_write_watermark(stored_relation, batch) -%}
+    {%- do cdc_write_watermark(stored_relation, batch, properties) -%}
     {%- do cdc_drop_table(batch) -%}
 {% endmacro %}
 

@@ -7,6 +7,9 @@
     {%- if existing_relation is not none -%}
         {%- do adapter.drop_relation(existing_relation) -%}
     {%- endif -%}
+    {%- if cdc_delete_mode() != 'soft' -%}
+        {%- do cdc_drop_read_path(target_relation, stored_relation) -%}
+    {%- endif -%}
     {%- set dropped = [stored_relation] + ([] if cdc_delete_mode() == 'soft'
         else [cdc_tombstone_relation(target_relation)]) -%}
     {%- for relation in dropped -%}
@@ -28,12 +31,7 @@
     {%- endset -%}
     {%- do cdc_create_hudi_table_as(stored_relation, primary_key, state_sql, batch,
         cdc_state_table_options(partition_by), partition_by) -%}
-    {%- call statement('cdc_create_view') -%}
-        create or replace view {{ target_relation }} as
-        select `{{ cdc_silver_columns() | join('`, `') }}`
-        from {{ stored_relation }}
-        where not _cdc_deleted
-    {%- endcall -%}
+    {%- do cdc_create_read_path(target_relation, stored_relation, primary_key) -%}
     {{ return('full refresh') }}
 {% endmacro %}
 

@@ -6,13 +6,15 @@
     key stays deleted against any older event: no lookup of the stored rows is needed.
     Columns are listed (never `*`, which would drag in Hudi's `_hoodie_*` meta columns).
     Only columns some change left unavailable (Debezium's unchanged-TOAST placeholder)
-    are read from the stored rows, for the keys that have them. -#}
-{% macro cdc_merge(state_relation, batch, primary_key) %}
+    are read from the stored rows, for the keys that have them. The rows go to the
+    view's recent table first (read_path.sql); `max_order` is the newest `_cdc_order`
+    the state table holds (its cdc.max_order, none if unknown). Returns the build's
+    result text and the newest `_cdc_order` after it. -#}
+{% macro cdc_merge(target_relation, state_relation, batch, primary_key, max_order) %}
     {%- set columns = cdc_model_columns() | map(attribute='name') | list -%}
     {%- set changes = cdc_batch_changes(batch) -%}
     {%- if changes.count > 0 -%}
-        {%- call statement('cdc_upsert_state') -%}
-            insert into {{ state_relation }} (`{{ cdc_state_columns() | join('`, `') }}`)
+        {%- set rows_sql -%}
             select {{ cdc_state_values(columns, primary_key, 'change') }}
             from (
                 select
@@ -37,9 +39,17 @@
                 {%- endif %}
                 where batch._cdc_row = 'change'
             ) as change
+        {%- endset -%}
+        {%- do cdc_write_recent(target_relation, state_relation, rows_sql, primary_key,
+            checked=max_order is none or changes.oldest <= max_order) -%}
+        {%- call statement('cdc_upsert_state') -%}
+            insert into {{ state_relation }} (`{{ cdc_state_columns() | join('`, `') }}`)
+            {{ rows_sql }}
         {%- endcall -%}
     {%- endif -%}
-    {{ return('changes=' ~ changes.count ~ ' deletes=' ~ changes.deletes) }}
+    {%- set newest = [max_order, changes.newest] | max if max_order is not none and changes.count > 0
+        else max_order -%}
+    {{ return(['changes=' ~ changes.count ~ ' deletes=' ~ changes.deletes, newest]) }}
 {% endmacro %}
 
 
@@ -53,9 +63,11 @@
 {% macro cdc_batch_changes(batch) %}
     {%- set row = run_query(
         'select count(*), count_if(_cdc_deleted), to_json(array_sort(array_distinct(flatten(collect_list('
-        ~ 'case when not coalesce(_cdc_deleted, false) then _cdc_unavailable end))))) from ' ~ batch
+        ~ 'case when not coalesce(_cdc_deleted, false) then _cdc_unavailable end))))), '
+        ~ 'min(_cdc_order), max(_cdc_order) from ' ~ batch
         ~ " where _cdc_row = 'change'").rows[0] -%}
-    {{ return({'count': row[0], 'deletes': row[1], 'unavailable': fromjson(row[2])}) }}
+    {{ return({'count': row[0], 'deletes': row[1], 'unavailable': fromjson(row[2]),
+        'oldest': row[3], 'newest': row[4]}) }}
 {% endmacro %}
 
 

@@ -46,8 +46,10 @@
     `_cdc_order` (an incoming event of equal order replaces the stored one), so Hudi
     deletes them on either table type. A DELETE statement would carry no ordering
     value, which merge-on-read with event-time ordering may let the stored row win
-    against (apache/hudi#19978). Soft deletes: a DELETE on the copy-on-write table. -#}
-{% macro cdc_apply_resets(stored_relation, resets, applied) %}
+    against (apache/hudi#19978). The same rows go to the view's recent table first
+    (read_path.sql), so the view stops showing them at once. Soft deletes: a DELETE on
+    the copy-on-write table. -#}
+{% macro cdc_apply_resets(target_relation, stored_relation, resets, applied, primary_key) %}
     {%- if resets.values() | select | list | length == 0 or tojson(resets, sort_keys=true) == applied -%}
         {{ return(false) }}
     {%- endif -%}
@@ -60,8 +62,7 @@
         {{ return(true) }}
     {%- endif -%}
     {%- set columns = cdc_state_columns() -%}
-    {%- call statement('cdc_apply_resets') -%}
-        insert into {{ stored_relation }} (`{{ columns | join('`, `') }}`)
+    {%- set superseded_rows -%}
         select
             {%- for name in columns %}
             {%- if name == '_cdc_op' %}
@@ -72,6 +73,11 @@
             {%- endfor %}
         from {{ stored_relation }}
         where {{ superseded }}
+    {%- endset -%}
+    {%- do cdc_write_recent(target_relation, stored_relation, superseded_rows, primary_key, checked=false) -%}
+    {%- call statement('cdc_apply_resets') -%}
+        insert into {{ stored_relation }} (`{{ columns | join('`, `') }}`)
+        {{ superseded_rows }}
     {%- endcall -%}
     {{ return(true) }}
 {% endmacro %}

@@ -183,6 +183,10 @@
         {%- set reason = "its state table " ~ stored_relation ~ " is missing" -%}
     {%- else -%}
         {%- set reason = cdc_rebuild_reason(stored_relation) -%}
+        {%- if reason is none and not soft and not cdc_has_read_path(existing_relation, stored_relation) -%}
+            {%- set reason = "its view reads the state table of a layout before the recent table "
+                ~ cdc_recent_relation(existing_relation) ~ " (docs/decisions/silver-read-path.md)" -%}
+        {%- endif -%}
     {%- endif -%}
     {%- if reason is not none -%}
         {{ log("WARNING " ~ model.name ~ ": rebuilding " ~ existing_relation ~ " from all of bronze: " ~ reason ~ ".",

@@ -16,8 +16,9 @@
 
 
 {#- With the watermark, `cdc.sources`: the bronze tables it is a commit of, so that
-    `python -m status` can tell the table's lag behind them without parsing the project. -#}
-{% macro cdc_write_watermark(target_relation, batch) %}
+    `python -m status` can tell the table's lag behind them without parsing the project;
+    and `properties`, in the same statement. -#}
+{% macro cdc_write_watermark(target_relation, batch, properties={}) %}
     {%- set newest = run_query('select max(_cdc_window_commit_time) from ' ~ batch).columns[0].values()[0] -%}
     {%- if newest is not none -%}
         {%- set sources = [] -%}
@@ -27,8 +28,9 @@
                 {%- do sources.append(name) -%}
             {%- endif -%}
         {%- endfor -%}
-        {%- do cdc_set_tblproperties(target_relation,
-            {'cdc.watermark': newest, 'cdc.sources': sources | join(',')}, 'cdc_write_watermark') -%}
+        {%- set written = {'cdc.watermark': newest, 'cdc.sources': sources | join(',')} -%}
+        {%- do written.update(properties) -%}
+        {%- do cdc_set_tblproperties(target_relation, written, 'cdc_write_watermark') -%}
     {%- endif -%}
 {% endmacro %}
 
