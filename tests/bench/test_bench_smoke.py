@@ -99,6 +99,24 @@ def test_silver_index_measures_every_setting(spark, tmp_path):
     assert not spark.sql(f"show tables in {silver_index.SCHEMA} like 'silver_index*'").collect()
 
 
+def test_silver_read_path_times_every_read_path_and_they_agree(spark, tmp_path):
+    """`python -m benchmarks.silver_read_path`, tiny and one round in the test session:
+    every read path timed after the builds and after a compaction; main() fails when two
+    read paths give different answers (Hudi's merge against the base files plus the
+    recent table); its scratch tables dropped."""
+    from benchmarks import silver_read_path
+
+    out = tmp_path / "silver_read_path.csv"
+    assert silver_read_path.main(["--keys", "2000", "--builds", "2", "--changes", "50", "--rounds", "1",
+                                  "--out", str(out)]) == 0
+    with open(out) as f:
+        rows = list(csv.DictReader(f))
+    assert {(r["read_path"], r["moment"]) for r in rows} == {
+        (path, moment) for path in silver_read_path.SETTINGS for moment in ("after 2 builds", "after a compaction")}
+    assert all(float(r["seconds"]) > 0 for r in rows), rows
+    assert not spark.sql(f"show tables in {silver_read_path.SCHEMA}").collect()
+
+
 def test_silver_size_warm_steps_run_and_agree(spark, tmp_path, run_dir):
     """The silver-size case's warm steps (benchmarks/silver_size.py `warm`) in the test
     session on a toy stream: every build and gold query measured, the forced compaction

@@ -116,10 +116,10 @@ def test_deletes_hold_on_merge_on_read_across_a_compaction(spark, landing: Path)
     assert [r[0] for r in spark.sql(f"select actor_id from silver.{STATE} order by 1").collect()] == [4]
 
 
-def recent_rows(spark) -> dict[int, tuple[str, str]]:
-    """key -> (`_cdc_op`, first_name) of the model's recent table."""
+def recent_rows(spark) -> list[tuple[int, str, str | None]]:
+    """(key, `_cdc_op`, first_name) of every row of the model's recent table, sorted."""
     rows = spark.sql("select actor_id, _cdc_op, first_name from silver.actor__cdc_recent").collect()
-    return {r[0]: (r[1], r[2]) for r in rows}
+    return sorted((r[0], r[1], r[2]) for r in rows)
 
 
 def base_file_names(spark) -> dict[int, str]:
@@ -142,20 +142,21 @@ def test_the_view_reads_base_files_and_the_recent_table(spark, landing: Path):
     land_and_build(spark, landing, batches, 0, [event("c", 10, 1, "ANNA"), event("c", 11, 2, "BOB"),
                                                 event("c", 12, 3, "CARL")])
     check("the first build")
-    assert recent_rows(spark) == {}
+    assert recent_rows(spark) == []
     assert base_file_names(spark) == {1: "ANNA", 2: "BOB", 3: "CARL"}
 
     land_and_build(spark, landing, batches, 3, [event("u", 20, 2, "BOBBY"), event("d", 21, 3, "CARL")])
     check("an update and a delete in log files")
     # the base files do not hold them yet: the view has them from the recent table
     assert base_file_names(spark) == {1: "ANNA", 2: "BOB", 3: "CARL"}
-    assert recent_rows(spark) == {2: ("u", "BOBBY"), 3: ("d", None)}
+    assert recent_rows(spark) == [(2, "u", "BOBBY"), (3, "d", None)]
 
-    # late events: key 2's loses against the recent table's row, key 1's against the base
-    # files (looked up, as the batch is older than the newest stored row) and stays out
+    # late events: key 2's is appended and loses against the newer row of the recent
+    # table; key 1's loses against the base files (looked up, as the batch is older than
+    # the newest stored row) and is left out
     land_and_build(spark, landing, batches, 5, [event("u", 15, 2, "LATE"), event("u", 5, 1, "EARLY")])
     check("late events")
-    assert recent_rows(spark) == {2: ("u", "BOBBY"), 3: ("d", None)}
+    assert recent_rows(spark) == [(2, "u", "BOBBY"), (2, "u", "LATE"), (3, "d", None)]
 
     compacted = spark.sql(f"call run_compaction(op => 'scheduleAndExecute', table => 'silver.{STATE}', "
                           "options => 'hoodie.compact.inline.max.delta.commits=1')").collect()
@@ -164,21 +165,21 @@ def test_the_view_reads_base_files_and_the_recent_table(spark, landing: Path):
     check("after a compaction, the recent table not yet emptied")
     land_and_build(spark, landing, batches, 7, [event("c", 30, 4, "DORA")])
     check("the build after the compaction")
-    assert recent_rows(spark) == {4: ("c", "DORA")}
+    assert recent_rows(spark) == [(4, "c", "DORA")]
 
     # a truncate: every stored key gets a tombstone in the recent table (the base files
     # still hold their rows; a new key may go straight to a base file), then a new row
     land_and_build(spark, landing, batches, 8, [event("t", 40, 0, None), event("c", 41, 5, "EVA")])
     check("a truncate")
     marker = "_cdc_delete"
-    assert recent_rows(spark) == {1: (marker, "ANNA"), 2: (marker, "BOBBY"), 3: (marker, None),
-                                  4: (marker, "DORA"), 5: ("c", "EVA")}
+    assert recent_rows(spark) == [(1, marker, "ANNA"), (2, marker, "BOBBY"), (3, marker, None),
+                                  (4, marker, "DORA"), (4, "c", "DORA"), (5, "c", "EVA")]
     assert {1, 2, 3} <= set(base_file_names(spark))
 
     incremental = sorted(spark.sql("select * from silver.actor").collect())
     dbt("run", "--select", "actor", "--vars", VARS, "--full-refresh")
     assert sorted(spark.sql("select * from silver.actor").collect()) == incremental
-    assert recent_rows(spark) == {}
+    assert recent_rows(spark) == []
 
 
 def recorded_deleted_keys(upto: int) -> dict[int, str]:

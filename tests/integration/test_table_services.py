@@ -121,8 +121,7 @@ def test_services_compact_clean_and_archive_what_passes_leave(spark, tmp_path: P
     folders = {p.parent.parent for schema in ("bronze", "silver", "gold")
                for p in (warehouse / f"{schema}.db").rglob(".hoodie/hoodie.properties")}
     assert {location(spark, name) for name in results} == folders
-    assert {name for name in results if name.startswith("silver.")} == \
-        {STATE, "silver.actor__cdc_recent", "silver.actor__cdc_rejected"}
+    assert {name for name in results if name.startswith("silver.")} == {STATE, "silver.actor__cdc_rejected"}
     (compaction,) = results[STATE].compactions
     assert results[STATE].table_type == "MERGE_ON_READ" and f"{compaction}.commit" in timeline(spark, STATE)
     # every file group's newest slice is the compaction's base file: no log file is read any more

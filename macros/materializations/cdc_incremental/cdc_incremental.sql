@@ -10,7 +10,9 @@
     table `<model>__cdc_state`: one Hudi table holding the latest event of every key,
     a deleted key as a row flagged `_cdc_deleted` with its values nulled, so that a
     late, older event never resurrects it; the view leaves those rows out
-    (docs/decisions/silver-one-state-table.md). With cdc_deletes='soft' the relation
+    (docs/decisions/silver-one-state-table.md). The view reads the state table's base
+    files and the recent table the builds since its last compaction wrote
+    (read_path.sql). With cdc_deletes='soft' the relation
     is the table itself, deleted rows flagged in it.
       first build / --full-refresh -> full_refresh.sql (rebuild from all of bronze)
       otherwise                    -> resets.sql (a new truncate or re-snapshot deletes

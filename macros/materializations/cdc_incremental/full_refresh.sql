@@ -1,6 +1,6 @@
 {#- Strategy: rebuild from the whole change log. Hard deletes: the state table (every
-    key's latest event, deleted keys flagged and their values nulled) and the view over
-    it that leaves them out; soft deletes: the table itself, deleted keys flagged with
+    key's latest event, deleted keys flagged and their values nulled) and the read path
+    over it, whose view leaves them out (read_path.sql); soft deletes: the table itself, deleted keys flagged with
     their last values. `existing_relation`: the model's relation before the build (a
     view, or a table of an earlier layout: it and its tombstone table are dropped). -#}
 {% macro cdc_full_refresh(target_relation, stored_relation, existing_relation, batch, primary_key) %}

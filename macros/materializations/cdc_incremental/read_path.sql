@@ -4,11 +4,13 @@
     row by row, and changes spread over the keys leave log files in every file group, so
     between compactions a read of silver cost several times a read of its base files.
     The view reads the base files only, through `<state>_ro` (Hudi's read-optimized
-    query, column by column), and lays over them `<model>__cdc_recent`: a small
-    copy-on-write Hudi table holding, per key, the latest row the builds since the last
-    compaction wrote to the state table, a key a reset removed as a row whose `_cdc_op`
-    is the delete marker. A build writes its rows there before the state table, and
-    empties it once a compaction has put everything in the base files. -#}
+    query, column by column), and lays over them `<model>__cdc_recent`: a small parquet
+    table of the rows the builds since the last compaction wrote to the state table
+    (the view takes each key's newest), a key a reset removed as a row whose `_cdc_op`
+    is the delete marker. A build appends its rows there, as one file, before the
+    state table takes them, and empties it once a compaction has put everything in the
+    base files. A parquet append, not a Hudi write: a Hudi upsert of a few rows costs
+    more than the state table's own (docs/decisions/silver-read-path.md). -#}
 
 
 {% macro cdc_recent_relation(target_relation) %}
@@ -53,28 +55,37 @@
         options ('hoodie.query.as.ro.table' = 'true')
     {%- endcall -%}
     {%- call statement('cdc_create_recent') -%}
-        create table {{ recent }} using hudi
-        {{ cdc_tblproperties_clause({
-            'type': 'cow',
-            'primaryKey': primary_key | join(','),
-            'preCombineField': '_cdc_order',
-            'hoodie.spark.sql.insert.into.operation': 'upsert',
-            'hoodie.write.record.merge.custom.implementation.classes': 'org.apache.hudi.DefaultSparkRecordMerger',
-            'hoodie.parquet.compression.codec': 'zstd',
-        }) }}
+        create table {{ recent }} using parquet
         as select `{{ cdc_state_columns() | join('`, `') }}` from {{ stored_relation }} where false
     {%- endcall -%}
     {%- set columns = cdc_state_columns() -%}
+    {#- per key the newest row of the recent table; of two of equal order, a reset's
+        tombstone, written after the row it supersedes (as Hudi lets the later of two
+        equal orders win) -#}
     {%- call statement('cdc_create_view') -%}
         create or replace view {{ target_relation }} as
-        with current_rows as (
+        with recent as (
+            select `{{ columns | join('`, `') }}`
+            from (
+                select
+                    *,
+                    row_number() over (
+                        partition by `{{ primary_key | join('`, `') }}`
+                        order by _cdc_order desc, _cdc_op = {{ cdc_string_literal(cdc_delete_marker()) }} desc
+                    ) as _cdc_rank
+                from {{ recent }}
+            ) as ranked
+            where _cdc_rank = 1
+        ),
+
+        current_rows as (
             select base.`{{ columns | join('`, base.`') }}`
             from {{ base }} as base
-            left anti join {{ recent }} as recent
+            left anti join recent
                 on {{ cdc_key_join('base', 'recent', primary_key) }}
             union all
             select recent.`{{ columns | join('`, recent.`') }}`
-            from {{ recent }} as recent
+            from recent
             where recent._cdc_op != {{ cdc_string_literal(cdc_delete_marker()) }}
         )
 
@@ -99,7 +110,7 @@
     {%- set newest = run_query("call show_commits(table => '" ~ stored_relation ~ "', limit => 1)") -%}
     {%- if newest.rows | length == 1 and newest.columns['action'].values()[0] == 'commit' -%}
         {%- call statement('cdc_trim_recent') -%}
-            delete from {{ cdc_recent_relation(target_relation) }} where true
+            truncate table {{ cdc_recent_relation(target_relation) }}
         {%- endcall -%}
     {%- endif -%}
 {% endmacro %}
@@ -114,7 +125,7 @@
     {%- set columns = cdc_state_columns() -%}
     {%- call statement('cdc_write_recent') -%}
         insert into {{ cdc_recent_relation(target_relation) }} (`{{ columns | join('`, `') }}`)
-        select incoming.`{{ columns | join('`, incoming.`') }}`
+        select /*+ COALESCE(1) */ incoming.`{{ columns | join('`, incoming.`') }}`
         from ({{ rows_sql }}) as incoming
         {%- if checked %}
         left anti join (
