@@ -157,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         for table in (f"{name}_base", f"{name}_recent", f"{name}_ro", f"{name}_rt"):
             spark.sql(f"drop table if exists {SCHEMA}.{table}")
         spark.sql(f"drop table if exists {SCHEMA}.{name} purge")
+    spark.catalog.dropTempView("changed")
     if len({tuple(a) for a in answers.values()}) > 1:
         print(f"read paths disagree: {answers}", file=sys.stderr)
         return 1

@@ -1,7 +1,7 @@
 """Silver's size case: what a build costs when silver itself is large, and what a read
 costs between compactions (issue 53's targets).
 
-    python -m benchmarks.silver_size [--scale full|smoke] [--work DIR] [--out DIR]
+    python -m benchmarks.silver_size [--scale full|smoke] [--keys 10000000] [--work DIR] [--out DIR]
 
 For each silver size (1M and 10M keys at full scale) the generator writes a stream that
 opens with Debezium's initial snapshot of every key (so silver holds that many rows from
@@ -32,7 +32,7 @@ import shutil
 import statistics
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -320,11 +320,14 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scale", choices=sorted(SIZE_SCALES), default="full")
     ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--keys", default="", help="comma-separated silver sizes instead of the scale's")
     ap.add_argument("--work", type=Path, default=None, help="scratch folder (default build/bench/silver_size_<scale>)")
     ap.add_argument("--out", type=Path, default=None,
                     help="where results go (default benchmarks/results for full, else <work>/results)")
     args = ap.parse_args(argv)
     scale = SIZE_SCALES[args.scale]
+    if args.keys:
+        scale = replace(scale, keys=tuple(int(k) for k in args.keys.split(",")))
     work = (args.work or PROJECT_DIR / "build" / "bench" / f"silver_size_{scale.name}").resolve()
     out = args.out or (PROJECT_DIR / "benchmarks" / "results" if scale.name == "full" else work / "results")
     try:
