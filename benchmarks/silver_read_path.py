@@ -13,7 +13,8 @@ current rows (median of `--rounds`):
   ... with a setting          the same with one Hudi read or write setting changed
   base files + recent table   the view of docs/decisions/silver-read-path.md: the
                               read-optimized table (base files only) without the keys
-                              of a small table of the rows written since, plus those
+                              of a parquet table the rows written since are appended
+                              to, plus each key's newest row there
 
 each after the builds and again after a compaction, and checks every read path gives
 the same answer. Results: one row per read path and moment in `--out`.
@@ -46,6 +47,8 @@ SETTINGS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     "merge-on-read snapshot, 16 buckets": ({"hoodie.bucket.index.num.buckets": "16"}, {}),
     "base files + recent table": ({}, {}),
 }
+COLUMNS = "id, status, amount, updated_at, note, _cdc_order, _cdc_op, _cdc_deleted"  # no _hoodie_* columns
+BASE_COLUMNS = ", ".join("base." + c for c in COLUMNS.split(", "))
 GOLD = ("select status, count(*) as orders, sum(amount) as amount, max(updated_at) as last_update "
         "from {} group by status")
 
@@ -76,12 +79,9 @@ def build(spark, name: str, keys: int, builds: int, changes: int, extra: dict[st
             repeat(md5(cast(id as string)), 5) as note, format_string('%020d', id) as _cdc_order,
             'r' as _cdc_op, false as _cdc_deleted
         from range({keys})""")
-    if overlay:
-        spark.sql(f"""
-            create table {SCHEMA}.{name}_recent using hudi tblproperties (
-                'type' = 'cow', 'primaryKey' = 'id', 'preCombineField' = '_cdc_order',
-                'hoodie.spark.sql.insert.into.operation' = 'upsert')
-            as select * from {SCHEMA}.{name} where false""")
+    if overlay:  # parquet, appended to, as cdc_create_read_path makes it
+        spark.sql(f"create table {SCHEMA}.{name}_recent using parquet "
+                  f"as select {COLUMNS} from {SCHEMA}.{name} where false")
     rng = random.Random(1)
     for number in range(1, builds + 1):
         spark.createDataFrame([(k,) for k in rng.sample(range(keys), changes)], "id bigint") \
@@ -100,14 +100,22 @@ def build(spark, name: str, keys: int, builds: int, changes: int, extra: dict[st
         spark.sql(f"drop table if exists {SCHEMA}.{name}_base")
         spark.sql(f"create table {SCHEMA}.{name}_base using hudi location '{location}' "
                   "options ('hoodie.query.as.ro.table' = 'true')")
+        # the shape of the view cdc_create_read_path makes: each key's newest recent row
         spark.sql(f"""
             create or replace view {SCHEMA}.{name}_view as
-            select base.* from {SCHEMA}.{name}_base as base
-            left anti join {SCHEMA}.{name}_recent as recent on base.id = recent.id
+            with recent as (
+                select {COLUMNS} from (
+                    select *, row_number() over (
+                        partition by id order by _cdc_order desc, _cdc_op = '{MARKER}' desc) as rank
+                    from {SCHEMA}.{name}_recent)
+                where rank = 1
+            )
+            select {BASE_COLUMNS} from {SCHEMA}.{name}_base as base
+            left anti join recent on base.id = recent.id
             where not base._cdc_deleted
             union all
-            select recent.* from {SCHEMA}.{name}_recent as recent
-            where recent._cdc_op != '{MARKER}' and not recent._cdc_deleted""")
+            select {COLUMNS} from recent
+            where _cdc_op != '{MARKER}' and not _cdc_deleted""")
     else:
         spark.sql(f"create or replace view {SCHEMA}.{name}_view as "
                   f"select * from {SCHEMA}.{name} where not _cdc_deleted")

@@ -30,9 +30,10 @@
     beside the read-optimized one (a new state table of another partitioning could not be
     synced to them); those two without PURGE: their folder is the state table's. -#}
 {% macro cdc_drop_read_path(target_relation, stored_relation) %}
-    {%- for suffix in ['_ro', '_rt'] -%}
-        {%- call statement('cdc_drop_state' ~ suffix) -%}
-            drop table if exists {{ stored_relation.incorporate(path={'identifier': stored_relation.identifier ~ suffix}) }}
+    {%- set real_time = stored_relation.incorporate(path={'identifier': stored_relation.identifier ~ '_rt'}) -%}
+    {%- for relation in [cdc_base_files_relation(stored_relation), real_time] -%}
+        {%- call statement('cdc_drop_synced_' ~ loop.index) -%}
+            drop table if exists {{ relation }}
         {%- endcall -%}
     {%- endfor -%}
     {%- do cdc_drop_table(cdc_recent_relation(target_relation)) -%}
@@ -125,14 +126,15 @@
     {%- set columns = cdc_state_columns() -%}
     {%- call statement('cdc_write_recent') -%}
         insert into {{ cdc_recent_relation(target_relation) }} (`{{ columns | join('`, `') }}`)
+        with incoming as ({{ rows_sql }})
         select /*+ COALESCE(1) */ incoming.`{{ columns | join('`, incoming.`') }}`
-        from ({{ rows_sql }}) as incoming
+        from incoming
         {%- if checked %}
         left anti join (
             select base.`{{ primary_key | join('`, base.`') }}`, base._cdc_order
             from {{ cdc_base_files_relation(stored_relation) }} as base
-            left semi join ({{ rows_sql }}) as keys
-                on {{ cdc_key_join('base', 'keys', primary_key) }}
+            left semi join incoming
+                on {{ cdc_key_join('base', 'incoming', primary_key) }}
         ) as newer
             on {{ cdc_key_join('incoming', 'newer', primary_key) }} and newer._cdc_order > incoming._cdc_order
         {%- endif %}
