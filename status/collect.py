@@ -15,6 +15,10 @@ from status.errors import StatusError
 from status.model import TableStatus, age_seconds, newest_instant, pending, seconds_between
 
 STATE_SUFFIX = "__cdc_state"
+# A hard-delete silver model's tables besides its view (macros/materializations/cdc_incremental/):
+# the state table, the read-optimized and real-time tables Hudi's metastore sync registers
+# for it, the recent table the view lays over the base files, and the rejected events.
+MODEL_TABLE_SUFFIXES = (STATE_SUFFIX, STATE_SUFFIX + "_ro", STATE_SUFFIX + "_rt", "__cdc_recent", "__cdc_rejected")
 # Tables next to silver's that are not a model's own: Hudi's read-optimized and real-time
 # views of a merge-on-read table, and the rejected events.
 NOT_MODELS = ("_ro", "_rt", "__cdc_rejected")

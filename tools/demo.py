@@ -12,6 +12,7 @@ from dbt.cli.main import dbtRunner
 
 from ingestion.pipeline import IngestConfig, run as ingest
 from ingestion.spark import PROJECT_DIR, get_session
+from status.collect import MODEL_TABLE_SUFFIXES  # a model's own tables are not listed
 
 
 def land_sample(sample_dir: Path, landing: Path) -> None:
@@ -20,15 +21,11 @@ def land_sample(sample_dir: Path, landing: Path) -> None:
         shutil.copytree(batch / "topics", landing, dirs_exist_ok=True)
 
 
-# A silver model's tables besides its relation (docs/decisions/silver-read-path.md), not listed.
-INTERNAL_SUFFIXES = ("__cdc_state", "__cdc_state_ro", "__cdc_state_rt", "__cdc_recent", "__cdc_rejected")
-
-
 def print_tables(spark, schemas: tuple[str, ...]) -> None:
     print(f"\n{'table':<40} {'rows':>8}")
     for schema in schemas:
         for row in sorted(spark.sql(f"show tables in `{schema}`").collect(), key=lambda r: r.tableName):
-            if row.isTemporary or row.tableName.endswith(INTERNAL_SUFFIXES):
+            if row.isTemporary or row.tableName.endswith(MODEL_TABLE_SUFFIXES):
                 continue
             name = f"{schema}.{row.tableName}"
             print(f"{name:<40} {spark.table(name).count():>8}")

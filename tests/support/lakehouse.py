@@ -10,6 +10,7 @@ from typing import Any
 
 from dbt.cli.main import dbtRunner
 
+from status import collect
 from tests.support.paths import ROOT
 
 
@@ -79,10 +80,8 @@ def _warehouse(spark) -> Path:
     return Path(spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:"))
 
 
-# The tables a hard-delete silver model `<model>` consists of: its view, the state table,
-# the state table's read-optimized and real-time tables (Hudi's metastore sync registers
-# them), the recent table its view lays over the base files, and its rejected events.
-MODEL_TABLE_SUFFIXES = ("", "__cdc_state", "__cdc_state_ro", "__cdc_state_rt", "__cdc_recent", "__cdc_rejected")
+# The tables a hard-delete silver model `<model>` consists of: its view and its own tables.
+MODEL_TABLE_SUFFIXES = ("", *collect.MODEL_TABLE_SUFFIXES)
 
 
 def drop_tables(spark, tables: Iterable[tuple[str, str]]) -> None:
