@@ -20,7 +20,8 @@ its first build on), then segments of random changes over all the keys. Then:
 
 Then `dbt test` checks silver against the full recompute row by row and its row count
 against the generator's live keys: a wrong answer fails the run. Results go to
-`silver_size.csv` and `silver_size.md` (its targets table) in --out.
+`silver_size.csv`, `silver_size.md` (its targets table) and `silver_size.png` in --out
+(`python -m benchmarks.silver_size plot CSV` draws the plot again from a CSV).
 """
 
 from __future__ import annotations
@@ -272,6 +273,96 @@ def targets(rows: list[dict], scale: SizeScale) -> list[Ratio]:
     return out
 
 
+@dataclass(frozen=True)
+class Series:
+    """One line of the plot: (x, y) points, and the x of the points to mark."""
+    label: str
+    points: list[tuple[float, float]]
+    marked: tuple[float, ...] = ()
+
+
+def plot_series(rows: list[dict]) -> tuple[list[Series], list[Series]]:
+    """What `silver_size.png` draws. Left: a build's seconds by the changes it applies, per
+    silver size and mode, and the full recompute at each size. Right: the 20 small builds
+    in order (the ones that compacted marked) and the gold query after each, per size."""
+    sizes = sorted({r["silver_keys"] for r in rows})
+    by_batch, loop = [], []
+    for keys in sizes:
+        mine = [r for r in rows if r["silver_keys"] == keys]
+        for mode in ("cold", "warm"):
+            points = sorted((r["events"], r["seconds"]) for r in mine if r["mode"] == mode and r["step"] == "incremental")
+            if points:
+                by_batch.append(Series(f"{keys:,} keys, {mode} build", points))
+        full = _seconds(rows, keys, "warm", "full recompute (reference)")
+        batches = [e for e, _ in by_batch[-1].points] if by_batch else []
+        if full is not None and batches:
+            by_batch.append(Series(f"{keys:,} keys, full recompute (warm)", [(min(batches), full), (max(batches), full)]))
+        builds = [(int(r["step"].rsplit(" ", 1)[1]), r["seconds"], r.get("pending_delta_commits"))
+                  for r in mine if r["step"].startswith("small build ")]
+        if builds:
+            loop.append(Series(f"{keys:,} keys, build", [(n, sec) for n, sec, _ in builds],
+                               marked=tuple(n for n, _, pending in builds if pending == 0)))
+        golds = [(int(r["step"].rsplit(" ", 1)[1]), r["seconds"]) for r in mine
+                 if r["step"].startswith("gold query after build ")]
+        if golds:
+            loop.append(Series(f"{keys:,} keys, gold query after it", golds))
+    return by_batch, loop
+
+
+def plot(rows: list[dict], out: Path) -> Path:
+    """Draw `silver_size.png` in `out` from the case's rows."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    by_batch, loop = plot_series(rows)
+    sizes = list(dict.fromkeys(series.label.split(" keys")[0] for series in by_batch + loop))
+    color = {size: f"C{i}" for i, size in enumerate(sizes)}  # one colour per silver size
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for series in by_batch:
+        xs, ys = zip(*series.points)
+        style = "--" if "recompute" in series.label else ("o:" if "cold" in series.label else "s-")
+        left.plot(xs, ys, style, color=color[series.label.split(" keys")[0]], label=series.label)
+    left.set_xscale("log")
+    left.set_xlabel("changes in the batch")
+    left.set_ylabel("seconds")
+    left.set_title("A build by its batch, and the full recompute")
+    left.set_ylim(bottom=0)
+    left.legend(fontsize=7)
+    highest = 1.0
+    for series in loop:
+        xs, ys = zip(*series.points)
+        highest = max(highest, *ys)
+        size = series.label.split(" keys")[0]
+        right.plot(xs, ys, "o" if series.label.endswith("build") else "-", color=color[size], label=series.label)
+        compacted = [(x, y) for x, y in series.points if x in series.marked]
+        if compacted:
+            right.plot(*zip(*compacted), "x", markersize=11, color="black" if len(sizes) == 1 else color[size],
+                       label=f"{series.label} that compacted")
+    right.set_xlabel("small build in the warm loop")
+    right.set_ylabel("seconds (log scale)")
+    right.set_yscale("log")
+    right.set_ylim(top=highest * 8)  # room for the legend above the points
+    right.xaxis.get_major_locator().set_params(integer=True)
+    right.set_title("Small builds in a row, and a gold query after each")
+    right.legend(fontsize=7, loc="upper center", ncol=2)
+    fig.tight_layout()
+    path = out / "silver_size.png"
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def read_csv(path: Path) -> list[dict]:
+    """The rows of a `silver_size.csv`, typed as the case produced them."""
+    with open(path, newline="") as f:
+        return [{**r, "silver_keys": int(r["silver_keys"]), "events": int(r["events"]),
+                 "seconds": float(r["seconds"]),
+                 "pending_delta_commits": int(r["pending_delta_commits"]) if r["pending_delta_commits"] else ""}
+                for r in csv.DictReader(f)]
+
+
 def write(rows: list[dict], scale: SizeScale, master: str, out: Path) -> list[Ratio]:
     from benchmarks.results import machine
 
@@ -298,12 +389,21 @@ def write(rows: list[dict], scale: SizeScale, master: str, out: Path) -> list[Ra
         lines.append(f"| {r['silver_keys']:,} | {r['mode']} | {r['step']} | {r['events']:,} | {r['seconds']} "
                      f"| {r.get('pending_delta_commits', '')} |")
     (out / "silver_size.md").write_text("\n".join(lines) + "\n")
+    plot(rows, out)
     return ratios
 
 
 def main(argv: list[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
+    if argv[:1] == ["plot"]:
+        ap = argparse.ArgumentParser(prog="python -m benchmarks.silver_size plot",
+                                     description="Draw silver_size.png again from a silver_size.csv.")
+        ap.add_argument("csv", type=Path)
+        ap.add_argument("--out", type=Path, default=None, help="folder of the PNG (default: the CSV's)")
+        args = ap.parse_args(argv[1:])
+        print(f"wrote {plot(read_csv(args.csv), args.out or args.csv.parent)}")
+        return 0
     if argv[:1] == ["warm"]:
         ap = argparse.ArgumentParser(prog="python -m benchmarks.silver_size warm")
         ap.add_argument("--streams", type=Path, required=True)
@@ -338,7 +438,7 @@ def main(argv: list[str] | None = None) -> int:
     for t in write(rows, scale, args.master, out):
         print(f"  {t.what}: {t.value} (target {t.wanted}) "
               f"{'' if t.met is None else ('met' if t.met else 'MISSED')}")
-    print(f"wrote {out}/silver_size.md and silver_size.csv")
+    print(f"wrote {out}/silver_size.md, silver_size.csv and silver_size.png")
     return 0
 
 

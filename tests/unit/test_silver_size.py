@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import csv
 
+import pytest
+
 from benchmarks import silver_size
 from benchmarks.silver_size import SizeScale
 
@@ -71,6 +73,27 @@ def test_results_files_hold_every_row_and_the_targets(tmp_path):
     text = (tmp_path / "silver_size.md").read_text()
     assert "| 1,000 silver keys, warm: 10 changes / 100 changes | 0.2 | <= 0.25 | yes |" in text
     assert text.count("\n| 1,000 | warm |") == 9
+    assert (tmp_path / "silver_size.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the CSV read back gives the rows the plot was drawn from
+    assert silver_size.plot_series(silver_size.read_csv(tmp_path / "silver_size.csv")) == silver_size.plot_series(rows)
+
+
+def test_the_plot_draws_each_size_from_its_own_rows():
+    by_batch, loop = silver_size.plot_series(_rows())
+    assert [(s.label, s.points) for s in by_batch] == [
+        ("100 keys, cold build", [(10, 50.0)]),
+        ("100 keys, warm build", [(10, 2.0), (100, 10.0)]),
+        ("100 keys, full recompute (warm)", [(10, 60.0), (100, 60.0)]),
+        ("1,000 keys, cold build", [(10, 50.0)]),
+        ("1,000 keys, warm build", [(10, 2.4), (100, 12.0)]),
+        ("1,000 keys, full recompute (warm)", [(10, 72.0), (100, 72.0)]),
+    ]
+    assert [(s.label, s.points, s.marked) for s in loop] == [
+        ("100 keys, build", [(1, 1.0), (2, 3.0)], (2,)),  # build 2 left no delta commit: it compacted
+        ("100 keys, gold query after it", [(1, 3.0), (2, 1.5)], ()),
+        ("1,000 keys, build", [(1, 1.2), (2, pytest.approx(3.6))], (2,)),
+        ("1,000 keys, gold query after it", [(1, 3.0), (2, 1.5)], ()),
+    ]
 
 
 def test_sample_build_reads_the_runners_own_pass_line_and_judges_both_targets(tmp_path):
