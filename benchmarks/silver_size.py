@@ -275,37 +275,41 @@ def targets(rows: list[dict], scale: SizeScale) -> list[Ratio]:
 
 @dataclass(frozen=True)
 class Series:
-    """One line of the plot: (x, y) points, and the x of the points to mark."""
+    """One line of the plot: its silver size and kind (cold, warm, recompute, build,
+    gold), its (x, y) points, and the x of the points to mark."""
     label: str
     points: list[tuple[float, float]]
     marked: tuple[float, ...] = ()
+    keys: int = 0
+    kind: str = ""
 
 
 def plot_series(rows: list[dict]) -> tuple[list[Series], list[Series]]:
     """What `silver_size.png` draws. Left: a build's seconds by the changes it applies, per
     silver size and mode, and the full recompute at each size. Right: the 20 small builds
     in order (the ones that compacted marked) and the gold query after each, per size."""
-    sizes = sorted({r["silver_keys"] for r in rows})
     by_batch, loop = [], []
-    for keys in sizes:
+    for keys in sorted({r["silver_keys"] for r in rows}):
         mine = [r for r in rows if r["silver_keys"] == keys]
+        batches = set()
         for mode in ("cold", "warm"):
             points = sorted((r["events"], r["seconds"]) for r in mine if r["mode"] == mode and r["step"] == "incremental")
             if points:
-                by_batch.append(Series(f"{keys:,} keys, {mode} build", points))
+                by_batch.append(Series(f"{keys:,} keys, {mode} build", points, keys=keys, kind=mode))
+                batches.update(events for events, _ in points)
         full = _seconds(rows, keys, "warm", "full recompute (reference)")
-        batches = [e for e, _ in by_batch[-1].points] if by_batch else []
         if full is not None and batches:
-            by_batch.append(Series(f"{keys:,} keys, full recompute (warm)", [(min(batches), full), (max(batches), full)]))
+            by_batch.append(Series(f"{keys:,} keys, full recompute (warm)", [(min(batches), full), (max(batches), full)],
+                                   keys=keys, kind="recompute"))
         builds = [(int(r["step"].rsplit(" ", 1)[1]), r["seconds"], r.get("pending_delta_commits"))
                   for r in mine if r["step"].startswith("small build ")]
         if builds:
             loop.append(Series(f"{keys:,} keys, build", [(n, sec) for n, sec, _ in builds],
-                               marked=tuple(n for n, _, pending in builds if pending == 0)))
+                               marked=tuple(n for n, _, pending in builds if pending == 0), keys=keys, kind="build"))
         golds = [(int(r["step"].rsplit(" ", 1)[1]), r["seconds"]) for r in mine
                  if r["step"].startswith("gold query after build ")]
         if golds:
-            loop.append(Series(f"{keys:,} keys, gold query after it", golds))
+            loop.append(Series(f"{keys:,} keys, gold query after it", golds, keys=keys, kind="gold"))
     return by_batch, loop
 
 
@@ -317,33 +321,29 @@ def plot(rows: list[dict], out: Path) -> Path:
     import matplotlib.pyplot as plt
 
     by_batch, loop = plot_series(rows)
-    sizes = list(dict.fromkeys(series.label.split(" keys")[0] for series in by_batch + loop))
-    color = {size: f"C{i}" for i, size in enumerate(sizes)}  # one colour per silver size
+    sizes = sorted({series.keys for series in by_batch + loop})
+    color = {keys: f"C{i}" for i, keys in enumerate(sizes)}  # one colour per silver size
+    style = {"cold": "o:", "warm": "s-", "recompute": "--", "build": "o", "gold": "-"}
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
     for series in by_batch:
-        xs, ys = zip(*series.points)
-        style = "--" if "recompute" in series.label else ("o:" if "cold" in series.label else "s-")
-        left.plot(xs, ys, style, color=color[series.label.split(" keys")[0]], label=series.label)
+        left.plot(*zip(*series.points), style[series.kind], color=color[series.keys], label=series.label)
     left.set_xscale("log")
     left.set_xlabel("changes in the batch")
     left.set_ylabel("seconds")
     left.set_title("A build by its batch, and the full recompute")
     left.set_ylim(bottom=0)
     left.legend(fontsize=7)
-    highest = 1.0
     for series in loop:
-        xs, ys = zip(*series.points)
-        highest = max(highest, *ys)
-        size = series.label.split(" keys")[0]
-        right.plot(xs, ys, "o" if series.label.endswith("build") else "-", color=color[size], label=series.label)
+        right.plot(*zip(*series.points), style[series.kind], color=color[series.keys], label=series.label)
         compacted = [(x, y) for x, y in series.points if x in series.marked]
         if compacted:
-            right.plot(*zip(*compacted), "x", markersize=11, color="black" if len(sizes) == 1 else color[size],
+            right.plot(*zip(*compacted), "x", markersize=11, color="black" if len(sizes) == 1 else color[series.keys],
                        label=f"{series.label} that compacted")
     right.set_xlabel("small build in the warm loop")
     right.set_ylabel("seconds (log scale)")
     right.set_yscale("log")
-    right.set_ylim(top=highest * 8)  # room for the legend above the points
+    highest = max((y for series in loop for _, y in series.points), default=1.0)
+    right.set_ylim(top=max(highest, 1.0) * 8)  # room for the legend above the points
     right.xaxis.get_major_locator().set_params(integer=True)
     right.set_title("Small builds in a row, and a gold query after each")
     right.legend(fontsize=7, loc="upper center", ncol=2)

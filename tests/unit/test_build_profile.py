@@ -155,3 +155,19 @@ def test_a_recorded_incremental_build_of_one_model():
     assert result.seconds_by_kind["create actions"] == pytest.approx(0.98, abs=0.005)
     assert result.seconds_by_kind["insert into"] == pytest.approx(2.11, abs=0.005)
     assert list(result.count_by_model) == ["language"]
+
+
+def test_a_text_log_whose_sql_has_a_line_starting_with_a_brace_is_read_as_text(tmp_path):
+    """Its banners mark it as dbt's text log: a statement's line that starts with `{` is
+    part of the statement, not a JSON event."""
+    reset = "\x1b[0m"
+    path = tmp_path / "dbt.log"
+    path.write_text("\n".join([
+        "============================== 08:00:00.000000 | 33333333-3333-3333-3333-333333333333 ====",
+        f"{reset}08:00:00.100000 [debug] [Thread-1 ]: On model.p.a: select named_struct(",
+        "{ not json } as x",
+        f"{reset}08:00:01.600000 [debug] [Thread-1 ]: SQL status: OK in 1.500 seconds",
+    ]) + "\n")
+    result = profile(last_invocation(path.read_text().splitlines()))
+    assert dict(result.seconds_by_kind) == {"select named_struct": 1.5}
+    assert dict(result.seconds_by_model) == {"a": 1.5}

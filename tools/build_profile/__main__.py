@@ -109,7 +109,9 @@ def _text_event(invocation: str, thread: str, ts: datetime, message: str) -> Eve
 
 
 def _text_events(lines: Iterable[str]) -> Iterator[Event]:
-    invocation, day, last = "", datetime(2000, 1, 1), None
+    # The text log's times carry no date: a time more than an hour before the last one is
+    # the next day's.
+    invocation, days, last = "", 0, None
     pending: tuple[str, datetime, str] | None = None  # the line being read: thread, time, message
     for line in lines:
         line = line.rstrip("\n")
@@ -120,9 +122,9 @@ def _text_events(lines: Iterable[str]) -> Iterator[Event]:
         if banner:
             invocation = banner.group(2)
         elif head:
-            ts = datetime.combine(day.date(), datetime.strptime(head.group(1), "%H:%M:%S.%f").time())
-            if last and ts < last - timedelta(hours=1):  # past midnight
-                day += timedelta(days=1)
+            ts = datetime.strptime(head.group(1), "%H:%M:%S.%f") + timedelta(days=days)
+            if last and ts < last - timedelta(hours=1):
+                days += 1
                 ts += timedelta(days=1)
             last = ts
             pending = (head.group(2), ts, head.group(3))
@@ -133,11 +135,12 @@ def _text_events(lines: Iterable[str]) -> Iterator[Event]:
 
 
 def read_events(lines: Iterable[str]) -> list[Event]:
-    """The log's events in order, from dbt's JSON log or its text one."""
+    """The log's events in order, from dbt's text log (told by its invocation banners: a
+    line of SQL there may start with `{` too) or its JSON one."""
     lines = list(lines)
-    if any(line.startswith("{") for line in lines):
-        return list(_json_events(lines))
-    return [e for e in _text_events(lines) if e.invocation]
+    if any(_BANNER.match(line.rstrip("\n")) for line in lines):
+        return [e for e in _text_events(lines) if e.invocation]
+    return list(_json_events(lines))
 
 
 def invocation(events: list[Event], number: int = -1) -> list[Event]:
