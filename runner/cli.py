@@ -27,7 +27,7 @@ from typing import Callable, Iterator, Sequence
 from ingestion import cli as ingestion_cli
 from ingestion.errors import IngestionError, UsageError
 from ingestion.lock import RunLockedError, exclusive
-from runner import table_services
+from runner import selection, table_services
 from runner.report import PassReport, dbt_section, freshness_section, ingestion_section, utc_now
 from runner.report import write as write_report
 from verify.report import EXIT_BEHIND, EXIT_DIFFERENT
@@ -86,8 +86,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--build-always", action="store_true",
-        help="with --every: run dbt build on every pass; by default a pass that lands nothing after "
-             "a passing build skips it (use this when something else also writes to bronze)",
+        help="build every model on every pass; by default a pass builds what changed since the last "
+             "build (docs/reference/what-a-pass-builds.md) and skips dbt when nothing did",
+    )
+    parser.add_argument(
+        "--state-dir", type=Path, metavar="PATH",
+        help="where the runner keeps what the last build took in (default: runner-state in the "
+             "lakehouse folder, CDC_LAKEHOUSE_DIR); remove it to build every model on the next pass",
     )
     parser.add_argument(
         "--report", type=Path, metavar="PATH",
@@ -201,16 +206,47 @@ class LoopState:
     built: bool = False
 
 
+def _flag_value(args: list[str], flag: str) -> str | None:
+    """The value of `flag` in `args` (`--flag V` or `--flag=V`), the last one given."""
+    value = None
+    for i, arg in enumerate(args):
+        if arg == flag and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith(flag + "="):
+            value = arg.split("=", 1)[1]
+    return value
+
+
+def _project_dir(dbt_args: list[str]) -> Path:
+    """The dbt project the pass builds: this one, unless `--dbt-arg=--project-dir` names another."""
+    from ingestion.spark import PROJECT_DIR
+
+    given = _flag_value(dbt_args, "--project-dir")
+    return Path(given).resolve() if given else PROJECT_DIR
+
+
 def _dbt_common_args(dbt_args: list[str]) -> list[str]:
     from ingestion.spark import PROJECT_DIR
 
     # the project's own profiles/ unless the user points dbt elsewhere (as `make` does)
     profiles = [] if "--profiles-dir" in dbt_args or os.environ.get("DBT_PROFILES_DIR") else [
         "--profiles-dir", str(PROJECT_DIR / "profiles")]
-    return ["--project-dir", str(PROJECT_DIR), *profiles]
+    project = [] if _flag_value(dbt_args, "--project-dir") else ["--project-dir", str(PROJECT_DIR)]
+    return [*project, *profiles]
 
 
 SELECTION_FLAGS = ("--select", "-s", "--exclude", "--selector")
+# Arguments with which the user decides what the build covers: the pass then builds it as
+# given instead of what changed (runner/selection.py).
+USER_SCOPE_FLAGS = (*SELECTION_FLAGS, "--models", "-m", "--full-refresh", "--state", "--defer")
+
+
+def _user_scoped(dbt_args: list[str]) -> bool:
+    return any(arg.split("=", 1)[0] in USER_SCOPE_FLAGS for arg in dbt_args)
+
+
+def _state_dir(given: Path | None) -> Path:
+    return given if given is not None else _lock_path().parent / "runner-state"
 
 
 def _selection(dbt_args: list[str]) -> list[str]:
@@ -251,13 +287,17 @@ def freshness_step(code: int, dbt_args: list[str], report: PassReport) -> int:
 
 def one_pass(ingest_args: argparse.Namespace, dbt_args: list[str], target: str | None,
              state: LoopState | None = None, build_always: bool = False, report: PassReport | None = None,
-             freshness: bool = False, inline_services: bool = True) -> int:
+             freshness: bool = False, inline_services: bool = True, state_dir: Path | None = None) -> int:
     """Ingest, then build; returns an exit code. dbt runs in-process on the same session.
-    With `state`, a pass that lands nothing after a passing build skips `dbt build`: no
-    model has a new bronze commit to read (unless another writer changed bronze:
-    `build_always`). `report` is filled with what the pass did; `freshness` runs
-    freshness_step after the build. Without `inline_services` the pass's writes neither
-    clean nor archive (the runner's table services do)."""
+    The build covers what changed (runner/selection.py: the models downstream of the
+    bronze tables with commits the last build did not take in, new or edited models, and
+    what failed or was skipped then; every model before a first build), kept in
+    `state_dir`, and is skipped when nothing did. `build_always` builds every model on
+    every pass; selection flags in `dbt_args` build that selection as given, and then a
+    pass that lands nothing after a passing build in this process (`state`) skips it.
+    `report` is filled with what the pass did; `freshness` runs freshness_step after the
+    build. Without `inline_services` the pass's writes neither clean nor archive (the
+    runner's table services do)."""
     from dbt.cli.main import dbtRunner
 
     from ingestion.spark import get_session
@@ -277,18 +317,40 @@ def one_pass(ingest_args: argparse.Namespace, dbt_args: list[str], target: str |
     report.seconds["ingestion"] = ingested - started
     report.ingestion = ingestion_section(summary.as_report(), utc_now())
     code = EXIT_QUARANTINED if summary.quarantined else EXIT_OK
-    if built and not build_always and not any(t.landed for t in summary.tables):
+    project_dir = _project_dir(dbt_args)
+    build: selection.Plan | None = None
+    if not build_always and not _user_scoped(dbt_args):
+        build = selection.plan(spark, ingest_args.bronze_schema, _state_dir(state_dir), project_dir)
+        report.seconds["selection"] = time.monotonic() - ingested
+        report.selection = build.as_report()
+        skip_reason = build.skip_reason
+    elif built and not build_always and not any(t.landed for t in summary.tables):
+        skip_reason = "nothing landed since the last dbt build, which passed"
+    else:
+        skip_reason = None
+    if skip_reason:
         state.built = True
-        log.info("nothing landed since the last dbt build, which passed: dbt build skipped")
+        log.info("%s: dbt build skipped", skip_reason)
         log.info("ingestion %.1fs, dbt build %.1fs: %s", ingested - started, 0.0, "ok")
-        report.dbt = dbt_section(None, True, skipped_reason="nothing landed since the last dbt build, which passed")
+        report.dbt = dbt_section(None, True, skipped_reason=skip_reason)
         return freshness_step(code, dbt_args, report) if freshness else code
+    if build is not None:
+        log.info("dbt build of %s", "every model (a first build)" if build.state is None else
+                 "what changed: " + (", ".join(f"bronze.{t}" for t in sorted(build.changed)) or "no bronze table")
+                 + " and the nodes new, edited, failed or skipped since the last build")
     # dbt unit tests check the models' SQL, not the data: CI runs them, a scheduled pass need not
     selects_types = any(arg in ("--resource-type", "--exclude-resource-type") for arg in dbt_args)
     types = [] if selects_types else ["--exclude-resource-type", "unit_test"]
-    result = dbtRunner().invoke(["build", *_dbt_common_args(dbt_args), *types, *dbt_args])
-    report.seconds["dbt_build"] = time.monotonic() - ingested
-    report.dbt = dbt_section(getattr(result.result, "results", None), result.success)
+    selected = build.args if build is not None else []
+    building = time.monotonic()
+    result = dbtRunner().invoke(["build", *_dbt_common_args(dbt_args), *types, *selected, *dbt_args])
+    report.seconds["dbt_build"] = time.monotonic() - building
+    results = getattr(result.result, "results", None)
+    report.dbt = dbt_section(results, result.success)
+    if build is not None and results is not None:
+        statuses = {r.node.unique_id: str(r.status) for r in results}
+        selection.record(build, ingest_args.bronze_schema, _state_dir(state_dir),
+                         selection.target_dir(dbt_args, project_dir), statuses)
     log.info("ingestion %.1fs, dbt build %.1fs: %s", ingested - started, time.monotonic() - ingested,
              "ok" if result.success else "failed")
     if not result.success:
@@ -330,7 +392,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             with exclusive(_lock_path()):
                 code = one_pass(ingest_args, args.dbt_arg, target, state, args.build_always, report, args.freshness,
-                                inline_services=not args.table_services)
+                                inline_services=not args.table_services, state_dir=args.state_dir)
                 if args.table_services and time.monotonic() >= services_due:
                     code = table_services_step(code, target, retention, report)
                     if "table_services" in report.seconds:
@@ -347,7 +409,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             log.warning("%s", exc)
             code = EXIT_LOCKED
             report.error = str(exc)
-        except IngestionError as exc:
+        except (IngestionError, selection.SelectionError) as exc:
             log.error("%s", exc)
             code = EXIT_FAILURE
             report.error = str(exc)

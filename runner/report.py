@@ -32,6 +32,7 @@ class PassReport:
     outcome: str | None = None  # what the exit code means (runner.cli.OUTCOMES)
     seconds: dict[str, float] = field(default_factory=dict)  # step -> duration
     ingestion: dict[str, Any] | None = None
+    selection: dict[str, Any] | None = None  # what the build covers (runner.selection.Plan.as_report)
     dbt: dict[str, Any] | None = None
     freshness: list[dict[str, Any]] | None = None
     table_services: list[dict[str, Any]] | None = None  # per Hudi table (runner.table_services)
@@ -50,6 +51,7 @@ class PassReport:
             "outcome": self.outcome,
             "seconds": {step: round(value, 3) for step, value in self.seconds.items()},
             "ingestion": self.ingestion,
+            "selection": self.selection,
             "dbt": self.dbt,
             "freshness": self.freshness,
             "table_services": self.table_services,

@@ -131,3 +131,41 @@ def test_retry_reruns_a_failed_silver_build_and_what_it_skipped(spark, tmp_path:
     assert statuses == {"country": "success", "address_locations": "success"}, statuses
     assert_current_state(spark, batches, "country")
     assert_address_locations(spark, batches)
+
+
+def test_source_status_fresher_builds_what_landed_since_the_last_build(spark, tmp_path: Path):
+    """The by-hand form of the runner's build of what changed (docs/how-to/run-it-yourself.md):
+    `dbt source freshness`, then `dbt build --select source_status:fresher+ ... --state`
+    against the artifacts kept after the last build, which are then replaced."""
+    project = project_copy(tmp_path)
+    target = project / "target"
+    last = tmp_path / "last"
+    batches = land(spark, tmp_path, "address", "city", "country")
+    scope = ["--select", "address", "city", "country", "address_locations", "--target-path", str(target)]
+    # the sources this test lands (a source without its bronze table is a freshness error)
+    landed = ["--select", *(f"source:bronze.pagila_public_{t}" for t in ("address", "city", "country")),
+              "--target-path", str(target)]
+    assert dbt_invoke("source", "freshness", *landed, project=project).success
+    assert dbt_invoke("build", *scope, project=project).success
+
+    def keep_artifacts() -> None:
+        last.mkdir(exist_ok=True)
+        for name in ("manifest.json", "run_results.json", "sources.json"):
+            (last / name).write_bytes((target / name).read_bytes())
+
+    keep_artifacts()
+    more = tmp_path / "more"
+    city_files = write_recorded_json(FIXTURES / "pagila.public.city.jsonl", more / "topics", records_per_file=50)
+    for path in city_files:  # the same records at later offsets: city gets new commits
+        path.rename(path.with_name(path.name.replace("+0+", "+0+100")))
+    ingest(spark, IngestConfig(input_uri=str(more / "topics")))
+
+    assert dbt_invoke("source", "freshness", *landed, project=project).success
+    changed = ["--select", "source_status:fresher+", "state:modified+", "result:error+", "result:fail+",
+               "result:skipped+", "--state", str(last), "--target-path", str(target)]
+    built = dbt_invoke("build", *changed, project=project)
+    assert built.success, built.result
+    statuses = {r.node.name: str(r.status) for r in built.result.results if r.node.resource_type == "model"}
+    assert statuses == {name: "success" for name in descendants(project, "city")}, statuses
+    assert_current_state(spark, batches + [more / "topics"], "city")
+    assert_address_locations(spark, batches + [more / "topics"])

@@ -3,11 +3,13 @@ drop what a test built."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import yaml
 from dbt.cli.main import dbtRunner
 
 from status import collect
@@ -28,6 +30,28 @@ def project_copy(tmp_path: Path) -> Path:
     for name in ("dbt_project.yml", "selectors.yml", "macros", "models", "seeds"):
         source = ROOT / name
         (shutil.copytree if source.is_dir() else shutil.copy)(source, project / name)
+    return project
+
+
+def pruned_project(tmp_path: Path, keep: Iterable[str]) -> Path:
+    """project_copy with only the models named in `keep`: the other models' SQL files
+    and their entries in the YAML (models, unit tests, exposures that ref them) removed."""
+    keep = set(keep)
+    project = project_copy(tmp_path)
+    for sql in (project / "models").rglob("*.sql"):
+        if sql.stem not in keep:
+            sql.unlink()
+    for path in (project / "models").rglob("*.yml"):
+        spec = yaml.safe_load(path.read_text())
+        if "models" in spec:
+            spec["models"] = [m for m in spec["models"] if m["name"] in keep]
+        if "unit_tests" in spec:
+            spec["unit_tests"] = [u for u in spec["unit_tests"] if u["model"] in keep]
+        if "exposures" in spec:
+            spec["exposures"] = [e for e in spec["exposures"]
+                                 if set(re.findall(r"ref\('([a-z0-9_]+)'\)", " ".join(e.get("depends_on", [])))) <= keep]
+        path.write_text(yaml.safe_dump({k: v for k, v in spec.items() if v != []}, sort_keys=False))
+    (project / "selectors.yml").unlink()
     return project
 
 
