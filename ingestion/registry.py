@@ -17,6 +17,7 @@ import json
 import os
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 
@@ -61,24 +62,23 @@ class SchemaRegistryClient:
             request.add_header("Authorization", f"Basic {token}")
         return request
 
-    def schema(self, schema_id: int) -> str:
-        """The writer schema (JSON text) registered under `schema_id`; raises
-        UnknownSchemaError (404), RegistryUnavailableError (no answer after retries) or
-        SchemaRegistryError (refused credentials, not Avro, an answer that is no schema)."""
-        if schema_id in self._cache:
-            return self._cache[schema_id]
-        where = f"{self.url}/schemas/ids/{schema_id}"
+    def get_json(self, path: str, not_found: str) -> object:
+        """The JSON answer to `GET <url><path>`, asked again on transient errors; raises
+        UnknownSchemaError (404: `not_found` says what is missing), RegistryUnavailableError
+        (no answer after retries) or SchemaRegistryError (refused credentials, another
+        error, an answer that is not JSON)."""
+        where = f"{self.url}{path}"
         problem = ""
         for attempt in range(self.attempts):
             if attempt:
                 time.sleep(0.5 * 2 ** (attempt - 1))
             try:
-                with urllib.request.urlopen(self._request(f"/schemas/ids/{schema_id}"), timeout=self.timeout) as answer:
+                with urllib.request.urlopen(self._request(path), timeout=self.timeout) as answer:
                     body = answer.read()
                 break
             except urllib.error.HTTPError as exc:
                 if exc.code == 404:
-                    raise UnknownSchemaError(f"the registry has no schema with id {schema_id} (GET {where}: 404)") from None
+                    raise UnknownSchemaError(f"{not_found} (GET {where}: 404)") from None
                 if exc.code in (401, 403):
                     raise SchemaRegistryError(
                         f"the registry refused GET {where} ({exc.code}): check {USER_ENV} / {PASSWORD_ENV}") from None
@@ -91,13 +91,44 @@ class SchemaRegistryClient:
             raise RegistryUnavailableError(
                 f"schema registry unreachable: GET {where} failed {self.attempts} times, last: {problem}")
         try:
-            document = json.loads(body)
-            text = document["schema"]
-            json.loads(text)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise SchemaRegistryError(f"GET {where} answered something that is not a schema: {exc}") from None
-        kind = document.get("schemaType") or "AVRO"
-        if kind != "AVRO":
-            raise SchemaRegistryError(f"schema id {schema_id} is {kind}, not Avro (GET {where}); only Avro is read")
-        self._cache[schema_id] = text
-        return text
+            return json.loads(body)
+        except ValueError as exc:
+            raise SchemaRegistryError(f"GET {where} answered something that is not JSON: {exc}") from None
+
+    def schema(self, schema_id: int) -> str:
+        """The writer schema (JSON text) registered under `schema_id`; raises
+        UnknownSchemaError (404), RegistryUnavailableError (no answer after retries) or
+        SchemaRegistryError (refused credentials, not Avro, an answer that is no schema)."""
+        if schema_id in self._cache:
+            return self._cache[schema_id]
+        path = f"/schemas/ids/{schema_id}"
+        document = self.get_json(path, f"the registry has no schema with id {schema_id}")
+        self._cache[schema_id] = _avro_schema(document, f"schema id {schema_id}", f"{self.url}{path}")
+        return self._cache[schema_id]
+
+    def subjects(self) -> list[str]:
+        """Every subject the registry holds (`GET /subjects`)."""
+        document = self.get_json("/subjects", "the registry answers no subject list")
+        if not isinstance(document, list) or not all(isinstance(s, str) for s in document):
+            raise SchemaRegistryError(f"GET {self.url}/subjects answered something that is not a list of subjects")
+        return document
+
+    def latest_schema(self, subject: str) -> str:
+        """The Avro schema (JSON text) of the latest version of `subject`
+        (`GET /subjects/<subject>/versions/latest`)."""
+        path = f"/subjects/{urllib.parse.quote(subject, safe='')}/versions/latest"
+        document = self.get_json(path, f"the registry has no subject {subject!r}")
+        return _avro_schema(document, f"subject {subject!r}", f"{self.url}{path}")
+
+
+def _avro_schema(document: object, what: str, where: str) -> str:
+    """The schema text of a registry answer `{"schema": "<JSON>", "schemaType": ...}`, Avro only."""
+    try:
+        text = document["schema"]  # type: ignore[index]
+        json.loads(text)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise SchemaRegistryError(f"GET {where} answered something that is not a schema: {exc}") from None
+    kind = document.get("schemaType") or "AVRO"  # type: ignore[union-attr]
+    if kind != "AVRO":
+        raise SchemaRegistryError(f"{what} is {kind}, not Avro (GET {where}); only Avro is read")
+    return text
