@@ -3,6 +3,9 @@
     python -m runner --once  --kafka-bootstrap-servers HOST:PORT --topic-pattern 'pagila\\.public\\..*'
     python -m runner --every 300 --input s3a://bucket/topics
 
+A pass builds the models downstream of the bronze tables that changed since the last
+build took them in, new or edited models and what failed last time
+(runner/selection.py, docs/reference/what-a-pass-builds.md).
 `--once` is for cron or an orchestrator (exit code says what happened); `--every N`
 starts a pass N seconds after the last one ended, until SIGINT/SIGTERM, finishing the
 pass in progress (also when the signal goes to the whole process group, as systemd
