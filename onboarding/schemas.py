@@ -333,7 +333,7 @@ def bronze_images(spark: Any, schema: str, table: str, limit: int = IMAGES
     when the table does not exist."""
     from ingestion.naming import qualified
 
-    if not spark.catalog.tableExists(table, schema):
+    if not spark.catalog.tableExists(f"{schema}.{table}"):
         return None
     rows = spark.sql(
         f"select _shape, coalesce(_after, _before) as image from {qualified(schema, table)} "
