@@ -29,6 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--silver-size", action=argparse.BooleanOptionalAction, default=None,
                     help="also run the silver-size and sample-build cases (benchmarks/silver_size.py, "
                          "benchmarks/sample_build.py; default: on at full scale)")
+    ap.add_argument("--many-tables", action=argparse.BooleanOptionalAction, default=None,
+                    help="also run the many-tables case (benchmarks/many_tables.py: 16, 64 and 256 tables, "
+                         "a pass with 2 changed; default: on at full scale)")
     args = ap.parse_args(argv)
     scale = SCALES[args.scale]
     work = (args.work or PROJECT_DIR / "build" / "bench" / scale.name).resolve()
@@ -57,6 +60,12 @@ def main(argv: list[str] | None = None) -> int:
                          work / "logs", cwd=PROJECT_DIR)
             except StepFailed as exc:
                 failed = f"{module} failed: {exc}"
+    if args.many_tables if args.many_tables is not None else scale.name == "full":
+        try:
+            run_step("many_tables", [sys.executable, "-m", "benchmarks.many_tables", "--work",
+                                     str(work / "many_tables"), "--out", str(out)], work / "logs", cwd=PROJECT_DIR)
+        except StepFailed as exc:
+            failed = f"benchmarks.many_tables failed: {exc}"
     checks = results.write(measured, scale, args.master, out, notes="\n\n".join(bench.notes))
     print(f"\nwrote {out}/results.md, results.csv and plots")
     for t in checks:

@@ -149,3 +149,29 @@ def test_silver_size_warm_steps_run_and_agree(spark, tmp_path, run_dir):
         assert checked.success and len(checked.result) == 2, checked.result
     finally:
         drop_schemas(spark, ["bronze", "silver", "reference"])
+
+
+def test_many_tables_warm_passes_build_what_changed_and_agree(spark, tmp_path):
+    """The many-tables case's warm passes (benchmarks/many_tables.py) in the test session
+    on 3 tables: the first pass builds every model, the measured one the 2 changed
+    tables' models only, and silver equals the generated events' state row by row (the
+    case's check, which raises on a difference)."""
+    from benchmarks import many_tables
+    from tests.support.lakehouse import drop_schemas
+
+    tables = 3
+    many_tables.write_project(tmp_path / "project", tables)
+    landing = many_tables.new_landing(tmp_path, tables, passes=2)
+    for index in range(tables):
+        landing.land(index, many_tables.KEYS)
+    drop_schemas(spark, ["bronze", "silver"])
+    try:
+        first, measured = many_tables.warm_passes(tmp_path, landing, rounds=1)
+        assert many_tables.models_built(first) == tables and first["selection"]["first_build"], first["dbt"]
+        assert measured["selection"]["changed_bronze_tables"] == ["many_public_t000", "many_public_t001"]
+        assert many_tables.models_built(measured) == many_tables.CHANGED, measured["dbt"]
+        assert many_tables.pass_seconds(measured) > 0
+        many_tables.check(spark, landing, tables)
+        assert landing.expected(0) != landing.expected(2)  # the check compares tables that differ
+    finally:
+        drop_schemas(spark, ["bronze", "silver"])
