@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ingestion.errors import IngestionError
+from ingestion.errors import IngestionError, TableNameError
 from onboarding import drift, scaffold
 from onboarding.errors import OnboardingError, OnboardingUsageError
 from onboarding.schemas import TopicSample, TopicSchema, bronze_images, topic_schema
@@ -178,7 +178,7 @@ def onboard(samples: dict[str, TopicSample], project_dir: Path, dry_run: bool, s
             if not schema.columns:
                 raise OnboardingError(f"topic {topic!r}: no columns: {'; '.join(schema.problems) or 'nothing read'}")
             table_plan = scaffold.plan(topic, key, schema.columns)
-        except (OnboardingError, IngestionError) as exc:
+        except (OnboardingError, IngestionError, TableNameError) as exc:
             outcome.error = str(exc)
             continue
         schemas[topic] = schema

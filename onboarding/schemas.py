@@ -28,6 +28,8 @@ KAFKA_SAMPLE = 200
 # Row images of records without a schema kept per topic, and bronze rows read for them.
 IMAGES = 500
 WRAPPER_KEYS = ["payload", "schema"]
+# Record keys read per keys file: the first key that is not null names the key's fields.
+KEY_LINES = 20
 
 
 @dataclass
@@ -133,6 +135,7 @@ def topic_schema(sample: TopicSample, bronze: tuple[list[dict[str, Any]], bool] 
 def read_sink(spark: Any, input_uri: str, topic_pattern: str) -> dict[str, TopicSample]:
     """Samples of the topics under `input_uri` whose folder name fully matches `topic_pattern`."""
     from pyspark.sql import functions as F
+    from pyspark.sql.window import Window
 
     from ingestion import extract
     from ingestion.errors import InputNotFoundError
@@ -155,8 +158,7 @@ def read_sink(spark: Any, input_uri: str, topic_pattern: str) -> dict[str, Topic
     for (topic, _), files in sorted(by_partition.items(), key=lambda item: (item[0][0], item[0][1] or -1)):
         files.sort(key=lambda f: f.start_offset or 0)
         chosen += [files[0]] + ([files[-1]] if len(files) > 1 else [])
-        sample = samples.setdefault(topic, TopicSample(topic, f"sink files under {input_uri}"))
-        sample.origin = f"sink files under {input_uri}"
+        samples.setdefault(topic, TopicSample(topic, f"sink files under {input_uri}"))
     checked = extract.inspect_binary(spark, chosen)
     order = {f.uri: (f.start_offset or 0) for f in checked}
     for f in sorted(checked, key=lambda f: (f.topic, f.start_offset or 0)):
@@ -181,14 +183,18 @@ def read_sink(spark: Any, input_uri: str, topic_pattern: str) -> dict[str, Topic
         for row in sorted(schemas, key=lambda r: (order.get(r["_source_file"], 0), r["last"])):
             topic = next(f.topic for f in json_files if f.uri == row["_source_file"])
             add_value(samples[topic], {"schema": parse_json(row["schema"]), "payload": None})
-        plain = (lines.where(~is_wrapped & F.col("line").startswith("{")).select("_source_file", "line")
-                 .limit(IMAGES * max(1, len(samples))).collect())
+        newest_first = Window.partitionBy("_source_file").orderBy(F.col("_row_id").desc())
+        plain = (lines.where(~is_wrapped & F.col("line").startswith("{"))
+                 .withColumn("_n", F.row_number().over(newest_first)).where(F.col("_n") <= IMAGES)
+                 .select("_source_file", "line").collect())
         for row in plain:
             topic = next(f.topic for f in json_files if f.uri == row["_source_file"])
             add_value(samples[topic], parse_json(row["line"]))
         keyed = [f for f in json_files if f.keys_read_path is not None]
         if keyed:
-            for row in extract.read_key_lines(spark, keyed).limit(20 * len(keyed)).collect():
+            first = Window.partitionBy("_source_file").orderBy("_block", "_row_id")
+            key_lines = extract.read_key_lines(spark, keyed).withColumn("_n", F.row_number().over(first))
+            for row in key_lines.where(F.col("_n") <= KEY_LINES).collect():
                 topic = next(f.topic for f in keyed if f.uri == row["_source_file"])
                 add_key(samples[topic], parse_json(row["line"]))
     for topic, files in key_files.items():

@@ -21,11 +21,12 @@ import pytest
 import yaml
 
 from ingestion.pipeline import IngestConfig, run as ingest
-from onboarding import cli
+from onboarding import cli, schemas
 from tests.support import oracle
 from tests.support.lakehouse import dbt_invoke, project_copy, silver_rows
 from tests.support.paths import ROOT
-from tests.support.sink_formats import write_recorded_json
+from tests.support.sink_formats import recorded_values, write_avro, write_parquet, write_recorded_json
+from tests.unit.test_onboarding import assert_matches_hand_written, hand_written_keys
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("empty_project_schemas")]
 
@@ -140,3 +141,28 @@ def test_onboarded_models_build_the_tables_the_hand_written_ones_do(spark, tmp_p
         assert silver_rows(spark, model, list(spec["columns"]), spec["primary_key"]) == expected, model
         stored = {name: kind for name, kind in spark.table(f"silver.{model}").dtypes if not name.startswith("_cdc_")}
         assert stored == declared_types(model), model
+
+
+def test_avro_and_parquet_sink_files_give_the_hand_written_types(spark, tmp_path: Path):
+    """film's records in an Avro container file and staff's in a Parquet file, as the
+    sink's AvroFormat and ParquetFormat write them, each with an Avro record keys file:
+    the schemas in the file header and footer map to the hand-written types."""
+    topics = tmp_path / "topics"
+    for table, kind in (("film", "avro"), ("staff", "parquet")):
+        fixture = DEBEZIUM / "pagila-envelope" / f"pagila.public.{table}.jsonl"
+        values = [value for _, value in recorded_values(fixture) if value is not None]
+        records = [json.loads(line) for line in fixture.read_text().splitlines()]
+        keys = [json.loads(r["key"]) for r in records if r["value"] is not None]
+        folder = topics / f"pagila.public.{table}" / "partition=0"
+        write_avro(folder / f"pagila.public.{table}+0+0.avro", values)
+        write_avro(folder / f"pagila.public.{table}+0+0.keys.avro", keys)
+        if kind == "parquet":
+            avro_file = folder / f"pagila.public.{table}+0+0.avro"
+            write_parquet(spark, avro_file, folder / f"pagila.public.{table}+0+0.snappy.parquet")
+            avro_file.unlink()
+    samples = schemas.read_sink(spark, str(topics), r"pagila\.public\..*")
+    assert sorted(samples) == ["pagila.public.film", "pagila.public.staff"]
+    for topic, sample in samples.items():
+        found = schemas.topic_schema(sample, None)
+        assert_matches_hand_written(topic.rsplit(".", 1)[-1], found.columns)
+        assert (found.key, found.problems) == (hand_written_keys()[topic], [])

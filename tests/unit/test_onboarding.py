@@ -456,3 +456,13 @@ def test_the_ingestions_registry_client_still_reads_schemas_by_id(registry_url):
     with pytest.raises(UnknownSchemaError, match=rf"the registry has no schema with id 999 \(GET {registry_url}"
                                                  r"/schemas/ids/999: 404\)"):
         client.schema(999)
+
+
+def test_a_topic_that_gives_no_table_name_fails_alone(tmp_path):
+    (tmp_path / "dbt_project.yml").write_text("name: p\n")
+    samples = pagila_samples("actor")
+    samples["9lives.public.cat"] = schemas.TopicSample("9lives.public.cat", "test", samples["pagila.public.actor"]
+                                                       .value_schemas, ["actor_id"])
+    outcomes = cli.onboard(samples, tmp_path, dry_run=False)
+    assert [(o.topic, o.error is None) for o in outcomes] == [("9lives.public.cat", False), ("pagila.public.actor", True)]
+    assert "table name '9lives_public_cat' must match" in outcomes[0].error
