@@ -362,7 +362,8 @@ def test_a_topic_without_a_key_fails_alone(tmp_path):
     outcomes = cli.onboard(samples, tmp_path, dry_run=False)
     assert [(o.topic, bool(o.error)) for o in outcomes] == [("pagila.public.actor", False), ("pagila.public.city", True)]
     assert "no primary key" in outcomes[1].error
-    assert not (tmp_path / "models" / "silver" / "city.sql").exists() and (tmp_path / "models" / "silver" / "actor.sql").exists()
+    silver = tmp_path / "models" / "silver"
+    assert not (silver / "city.sql").exists() and (silver / "actor.sql").exists()
 
 
 # --- the registry, over HTTP ------------------------------------------------------------------
