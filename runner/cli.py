@@ -118,6 +118,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --table-services and --every: at most once per SECONDS (default 3600); --once runs them every pass",
     )
     parser.add_argument(
+        "--compaction-budget", type=_positive(float), default=60.0, metavar="SECONDS",
+        help="with --table-services: the builds never compact; after each pass the runner compacts the "
+             f"merge-on-read tables with {table_services.COMPACT_AFTER} or more delta commits since their last "
+             "compaction, starting none after SECONDS (default 60); the rest wait for the next pass",
+    )
+    parser.add_argument(
         "--retain-commits", type=_positive(int), default=table_services.DEFAULT_RETAIN_COMMITS, metavar="N",
         help="with --table-services: the commits each table keeps, hence how far back time travel and "
              f"incremental reads reach (default {table_services.DEFAULT_RETAIN_COMMITS}, Hudi's own)",
@@ -152,19 +158,26 @@ def verify_step(code: int, verify_args: argparse.Namespace, target: str | None) 
 
 
 def table_services_step(code: int, target: str | None, retention: table_services.Retention,
-                        report: PassReport) -> int:
-    """The table services after a pass that passed, reported; EXIT_FAILURE when one
-    failed on some table (the others are still serviced)."""
+                        report: PassReport, compaction_budget: float | None = None) -> int:
+    """After a pass that passed: the table services, or with `compaction_budget` only the
+    compactions due within that many seconds (table_services.compact_due), reported;
+    EXIT_FAILURE when one failed on some table (the others are still serviced)."""
     from ingestion.spark import get_session
 
     if code not in BUILT:
         return code
+    step = "table_services" if compaction_budget is None else "compaction"
     started = time.monotonic()
     try:
-        results = table_services.run(get_session(target), retention)
+        if compaction_budget is None:
+            results = table_services.run(get_session(target), retention)
+            report.table_services = [result.as_report() for result in results]
+        else:
+            done = table_services.compact_due(get_session(target), compaction_budget)
+            results = done.results
+            report.compaction = done.as_report()
     finally:
-        report.seconds["table_services"] = time.monotonic() - started
-    report.table_services = [result.as_report() for result in results]
+        report.seconds[step] = time.monotonic() - started
     return EXIT_FAILURE if any(result.error for result in results) else code
 
 
@@ -400,6 +413,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     code = table_services_step(code, target, retention, report)
                     if "table_services" in report.seconds:
                         services_due = time.monotonic() + args.table_services_every
+                elif args.table_services:
+                    code = table_services_step(code, target, retention, report, args.compaction_budget)
                 if args.verify:
                     verify_started = time.monotonic()
                     code = verify_step(code, verify_args, target)

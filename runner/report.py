@@ -36,6 +36,7 @@ class PassReport:
     dbt: dict[str, Any] | None = None
     freshness: list[dict[str, Any]] | None = None
     table_services: list[dict[str, Any]] | None = None  # per Hudi table (runner.table_services)
+    compaction: dict[str, Any] | None = None  # the plans run within the budget (table_services.compact_pending)
     error: str | None = None
 
     def finish(self, exit_code: int, outcome: str) -> None:
@@ -55,6 +56,7 @@ class PassReport:
             "dbt": self.dbt,
             "freshness": self.freshness,
             "table_services": self.table_services,
+            "compaction": self.compaction,
             "error": self.error,
         }
 

@@ -28,7 +28,7 @@ from typing import Any, Iterable, Mapping
 
 from pyspark.sql import SparkSession
 
-from ingestion.naming import IDENTIFIER, validate_identifier
+from runner import hudi_timeline
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +44,6 @@ NOT_DONE = ("error", "fail", "skipped", "runtime error")
 # The nodes a build runs (a unit test is left out of scheduled passes; exposures and
 # the like are not run).
 RUN_TYPES = ("model", "test", "seed", "snapshot")
-# Hudi's data-writing actions: a clean, rollback or compaction does not change what a
-# model reads (a compaction's commit is a `commit` on merge-on-read, rare in bronze).
-DATA_ACTIONS = ("commit", "deltacommit", "replacecommit")
 
 
 class SelectionError(RuntimeError):
@@ -115,35 +112,9 @@ def project_fingerprint(project_dir: Path) -> str:
 
 
 def newest_commits(spark: SparkSession, schema: str) -> dict[str, str | None]:
-    """Per Hudi table of `schema` whose name is a plain identifier (the ingestion's own
-    bookkeeping tables, `_`-prefixed, left out): its newest completed data commit as
-    `<instant>_<completion time>`, None for a table without one. Read from the table's
-    timeline through Hudi's meta client: a listing of its `.hoodie` folder, no Spark job."""
-    validate_identifier(schema, "schema")
-    if not spark.catalog.databaseExists(schema):
-        return {}
-    names = [row["tableName"] for row in spark.sql(f"show tables in `{schema}`").collect()
-             if not row["isTemporary"] and IDENTIFIER.match(row["tableName"])
-             and not row["tableName"].startswith("_")]
-    location = spark.catalog.getDatabase(schema).locationUri.rstrip("/")
-    jvm = spark._jvm
-    conf = jvm.org.apache.hudi.hadoop.fs.HadoopFSUtils.getStorageConfWithCopy(spark._jsc.hadoopConfiguration())
-    found: dict[str, str | None] = {}
-    for name in sorted(names):
-        base = f"{location}/{name}"
-        path = jvm.org.apache.hadoop.fs.Path(base + "/.hoodie/hoodie.properties")
-        if not path.getFileSystem(spark._jsc.hadoopConfiguration()).exists(path):
-            continue  # not a Hudi table (or not at the schema's location): no model reads it as bronze
-        client = jvm.org.apache.hudi.common.table.HoodieTableMetaClient.builder() \
-            .setConf(conf).setBasePath(base).build()
-        instants = client.getActiveTimeline().getCommitsTimeline().filterCompletedInstants()
-        newest = None
-        for instant in reversed(list(instants.getInstants())):
-            if instant.getAction() in DATA_ACTIONS:
-                newest = f"{instant.requestedTime()}_{instant.getCompletionTime()}"
-                break
-        found[name] = newest
-    return found
+    """Per Hudi table of `schema` (the ingestion's `_`-prefixed bookkeeping tables left
+    out): its newest completed data commit, None for a table without one."""
+    return {name: hudi_timeline.newest_data_commit(client) for name, client in hudi_timeline.tables(spark, schema)}
 
 
 def changed_tables(newest: Mapping[str, str | None], state: BuildState | None) -> set[str]:

@@ -3,12 +3,13 @@ merge-on-read tables, cleaning and archival, on every Hudi table of the lakehous
 schemas, between passes instead of inside every write.
 
 With the runner in charge, its passes write with Hudi's automatic cleaning and archival
-off (INLINE_OFF), so a pass pays for its changes only and the retention is the one the
-runner states (`--retain-commits`): the commits a table keeps, hence how far back time
-travel (cdc_as_of) and Hudi's incremental queries reach. Compaction stays in the write
-as well (the state tables' every-5-delta-commits trigger): a hand-run `dbt build` leaves
-readers a bounded number of log files; the runner compacts whatever logs remain so that
-readers between passes read base files only."""
+off and compaction only planned (INLINE_OFF), so a pass's build pays for its changes
+only and the retention is the one the runner states (`--retain-commits`): the commits a
+table keeps, hence how far back time travel (cdc_as_of) and Hudi's incremental queries
+reach. A state table's write still plans a compaction every 5 delta commits; after each
+pass the runner runs the plans within a time budget (compact_pending), and with the
+full services it compacts whatever logs remain so that readers between passes read
+base files only. A hand-run `dbt build` keeps compacting inline."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from pyspark.sql import SparkSession
 
 from ingestion.errors import TableNameError
 from ingestion.naming import IDENTIFIER, validate_identifier
+from runner import hudi_timeline
 from status.collect import BUILD_TABLE, hudi_call
 
 log = logging.getLogger(__name__)
@@ -33,8 +35,16 @@ DEFAULT_RETAIN_COMMITS = 10
 # retains (Hudi refuses a minimum at or below the retained commits); Hudi's defaults
 # keep the same shape (10 retained, 20 to 30 active).
 ARCHIVE_MIN_EXTRA, ARCHIVE_MAX_EXTRA = 10, 20
-# Session settings of a pass when the runner runs the services: none inside the writes.
-INLINE_OFF = {"hoodie.clean.automatic": "false", "hoodie.archive.automatic": "false"}
+# Session settings of a pass when the runner runs the services: none inside the writes,
+# where a compaction would make one build of the pass wait for it (Hudi's session
+# settings win over the tables' own inline setting).
+INLINE_OFF = {"hoodie.clean.automatic": "false", "hoodie.archive.automatic": "false",
+              "hoodie.compact.inline": "false"}
+# The delta commits after which compact_due compacts a table: the state tables' own
+# inline trigger (cdc_state_table_options).
+COMPACT_AFTER = 5
+# Where compact_due looks after each pass: the merge-on-read tables dbt writes.
+COMPACTED_SCHEMAS = ("silver", "gold")
 
 
 class TableServiceError(Exception):
@@ -140,3 +150,57 @@ def run(spark: SparkSession, retention: Retention, schemas: Sequence[str] = SCHE
              len(results), sum(len(r.compactions) for r in done), sum(r.files_cleaned for r in done),
              len(results) - len(done))
     return results
+
+
+@dataclass
+class Compactions:
+    """What compact_due did: per table, the compactions it ran; the tables left for later."""
+
+    results: list[ServiceResult] = field(default_factory=list)
+    deferred: list[str] = field(default_factory=list)  # tables due that it did not start
+
+    def as_report(self) -> dict[str, Any]:
+        return {"tables": [r.as_report() for r in self.results], "deferred": self.deferred}
+
+
+def compact_due(spark: SparkSession, budget_seconds: float, after: int = COMPACT_AFTER,
+                schemas: Sequence[str] = COMPACTED_SCHEMAS) -> Compactions:
+    """Compaction of the merge-on-read tables that need it, while `budget_seconds` last:
+    first those with a plan left pending (a build killed while compacting), oldest plan
+    first, each plan run by its instant; then those with `after` or more delta commits
+    since their last compaction, the most first. A compaction started runs to its end
+    (it commits at once or not at all); the tables not started wait for the next pass.
+    Which tables are due is read from their timelines, no Spark job."""
+    due = []
+    for schema in schemas:
+        for name, client in hudi_timeline.tables(spark, schema):
+            if not hudi_timeline.is_merge_on_read(client):
+                continue
+            plans = hudi_timeline.pending_compactions(client)
+            deltas = hudi_timeline.delta_commits_since_compaction(client)
+            if plans or deltas >= after:
+                due.append((0 if plans else 1, plans[0] if plans else "", -deltas, f"{schema}.{name}", plans))
+    done = Compactions()
+    started = time.monotonic()
+    for _, _, _, table, plans in sorted(due):
+        if time.monotonic() - started >= budget_seconds:
+            done.deferred.append(table)
+            continue
+        result = ServiceResult(table=table, table_type="MERGE_ON_READ")
+        done.results.append(result)
+        try:
+            for plan in plans:
+                hudi_call(spark, "run_compaction", table, op="run", timestamp=int(plan))
+                result.compactions.append(plan)
+            if not plans:
+                ran = hudi_call(spark, "run_compaction", table, op="scheduleAndExecute",
+                                options=f"hoodie.compact.inline.max.delta.commits={after}")
+                result.compactions.extend(sorted(str(row["timestamp"]) for row in ran))
+        except Exception as exc:  # noqa: BLE001 - reported; the other tables are still compacted
+            result.error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            log.error("compaction of %s failed: %s", table, result.error)
+        result.seconds = time.monotonic() - started - sum(r.seconds for r in done.results[:-1])
+    if due:
+        log.info("compaction: %d table(s) compacted in %.1fs, %d left for the next pass (budget %gs)",
+                 len(done.results), time.monotonic() - started, len(done.deferred), budget_seconds)
+    return done

@@ -57,6 +57,8 @@ LONGEST_FIRST = (
     "tests/runner_loop/test_runner.py",
     "tests/integration/test_shared_metastore.py",
     "tests/integration/test_table_services.py",
+    "tests/integration/test_onboarding.py",
+    "tests/integration/test_runner_selection.py",
     "tests/integration/test_partitioned_silver.py",
     "tests/integration/test_gold_incremental.py",
     "tests/integration/test_orchestration.py",

@@ -20,7 +20,7 @@ from ingestion.pipeline import IngestConfig, run as ingest
 from ingestion.spark import session_settings
 from runner import table_services
 from tests.support import oracle
-from tests.support.lakehouse import dbt_invoke
+from tests.support.lakehouse import PROJECT_SCHEMAS, dbt_invoke, drop_schemas
 from tests.support.paths import ROOT
 from tests.support.sink_formats import write_recorded_json
 
@@ -174,3 +174,27 @@ def test_archival_keeps_the_active_timeline_within_its_stated_bounds(spark) -> N
     assert [r.v for r in spark.sql("select v from silver.services_archival order by o").collect()] == [
         f"v{number}" for number in range(retention.archive_max + 2)]
     assert json.dumps(result.as_report())  # the report's entry is plain JSON
+
+
+def test_passes_never_compact_and_the_runner_compacts_within_a_budget(spark, tmp_path: Path) -> None:
+    """Under the runner (INLINE_OFF) a state table's builds do not compact, even past
+    their trigger; compact_due starts nothing once its budget is spent, then compacts the
+    table due, after which silver still equals the oracle and nothing is due. The trigger
+    is 2 delta commits here instead of the tables' 5: the same setting, fewer builds."""
+    drop_schemas(spark, PROJECT_SCHEMAS)  # the module's other tests leave compactions behind
+    lines = FIXTURE.read_text().splitlines()
+    with session_settings(spark, {"hoodie.compact.inline.max.delta.commits": "2"}):
+        batches = [land_and_build(spark, tmp_path, number, lines[number:number + 1]) for number in range(3)]
+    assert actions(spark, STATE) == ["deltacommit"] * 3, timeline(spark, STATE)
+
+    spent = table_services.compact_due(spark, budget_seconds=0, after=2)
+    assert spent.results == [] and spent.deferred == [STATE], spent
+    assert actions(spark, STATE) == ["deltacommit"] * 3
+
+    done = table_services.compact_due(spark, budget_seconds=600, after=2)
+    assert done.deferred == [] and [(r.table, len(r.compactions), r.error) for r in done.results] == [
+        (STATE, 1, None)], done
+    assert actions(spark, STATE) == ["deltacommit"] * 3 + ["commit"], timeline(spark, STATE)
+    assert f"{done.results[0].compactions[0]}.commit" in timeline(spark, STATE)
+    assert shown("select * from {{ ref('actor') }}") == expected(batches)
+    assert table_services.compact_due(spark, budget_seconds=600, after=2).results == []

@@ -47,6 +47,29 @@ def test_table_services_run_after_every_pass_whose_build_passed(monkeypatch, cal
 
 
 @pytest.mark.parametrize("code", PASSES)
+@pytest.mark.parametrize("failed_table", [False, True])
+def test_between_services_a_pass_that_passed_runs_the_compactions_due(monkeypatch, calls, code, failed_table):
+    def compact(spark, budget):
+        calls.append(f"compact {budget}")
+        result = table_services.ServiceResult("silver.actor__cdc_state", "MERGE_ON_READ", compactions=["1"],
+                                              error="boom" if failed_table else None)
+        return table_services.Compactions(results=[result], deferred=["silver.film__cdc_state"])
+
+    monkeypatch.setattr(table_services, "compact_due", compact)
+    report = PassReport()
+    ended = cli.table_services_step(code, None, table_services.Retention(), report, compaction_budget=30.0)
+
+    assert calls == (["compact 30.0"] if PASSES[code] else [])
+    assert report.table_services is None
+    if not PASSES[code]:
+        assert ended == code and report.compaction is None
+    else:
+        assert report.compaction["deferred"] == ["silver.film__cdc_state"]
+        assert report.compaction["tables"][0]["compactions"] == ["1"] and "compaction" in report.seconds
+        assert ended == (cli.EXIT_FAILURE if failed_table else code)
+
+
+@pytest.mark.parametrize("code", PASSES)
 @pytest.mark.parametrize("found", [0, EXIT_DIFFERENT, EXIT_BEHIND])
 def test_verify_runs_after_every_pass_whose_build_passed(monkeypatch, calls, code, found):
     def verify(spark, args):
