@@ -393,12 +393,12 @@ def main(argv: list[str] | None = None) -> int:
         warm(work / str(args.tables[0]), args.tables[0], args.rounds)
         return 0
     rows: list[dict] = []
+    out = args.out or work / "results"
     for tables in args.tables:
         for row in one_size(work, tables, args.rounds, tables <= args.baseline_max):
             print(f"  {row['tables']} tables, {row['mode']} {row['round']}: {row['pass_seconds']} s", flush=True)
             rows.append(row)
-    out = args.out or work / "results"
-    write(rows, out)
+        write(rows, out)  # after each size: a run stopped later keeps what it measured
     print(f"wrote {out}/many_tables.md, many_tables.csv and many_tables.png")
     return 0
 
