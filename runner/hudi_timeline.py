@@ -1,10 +1,17 @@
-"""Hudi timelines read through Hudi's own meta client (a listing of each table's
-`.hoodie` folder, no Spark job): what the runner needs to know between passes, cheaply
-enough to ask of every table on every pass."""
+"""Hudi timelines without a Spark job: what the runner needs to know between passes,
+cheaply enough to ask of every table on every pass.
+
+`timelines` reads every table of a schema from one listing of their timeline folders
+(`<table>/.hoodie/timeline/`, Hudi 1.x's layout), whatever the number of tables: a meta
+client per table costs a metastore look-up, a properties file and a listing each, which
+grows with the tables a database has (docs/reference/what-a-pass-builds.md).
+`Timeline` answers what Hudi's meta client would, from the files' names."""
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+import re
+from dataclasses import dataclass, field
+from typing import Iterable
 
 from pyspark.sql import SparkSession
 
@@ -15,52 +22,82 @@ from ingestion.naming import IDENTIFIER, validate_identifier
 DATA_ACTIONS = ("commit", "deltacommit", "replacecommit")
 
 
-def tables(spark: SparkSession, schema: str, internal: bool = False) -> Iterator[tuple[str, Any]]:
-    """(name, meta client) of each Hudi table at `schema`'s location whose name is a plain
-    identifier; `_`-prefixed ones (the ingestion's bookkeeping) only with `internal`."""
+# A timeline file's name: `<requested>_<completed>.<action>` once completed, else
+# `<requested>.<action>.requested|inflight` (a commit's inflight is `<requested>.inflight`).
+_INSTANT_FILE = re.compile(r"^(\d+)(?:_(\d+))?(?:\.([a-z]+))?(?:\.(requested|inflight))?$")
+# A timeline file's path, as the listing's text gives it: table, then file name.
+_TIMELINE_PATH = re.compile(r"/([^/\n]+)/\.hoodie/timeline/([^/\n]+)$", re.MULTILINE)
+# Actions that complete a compaction or rewrite base files on a merge-on-read table.
+_COMMIT_ACTIONS = ("commit", "replacecommit")
+
+
+@dataclass
+class Timeline:
+    """One table's active timeline, from its files' names."""
+
+    completed: list[tuple[str, str, str]] = field(default_factory=list)  # (requested, completed, action)
+    pending: list[tuple[str, str]] = field(default_factory=list)  # (requested, action), not completed
+
+    def newest_data_commit(self) -> str | None:
+        """As `newest_data_commit` of a meta client: `<instant>_<completion time>`."""
+        data = [(requested, done) for requested, done, action in self.completed if action in DATA_ACTIONS]
+        return "_".join(max(data)) if data else None
+
+    def pending_compactions(self) -> list[str]:
+        done = {requested for requested, _, _ in self.completed}
+        return sorted(requested for requested, action in self.pending
+                      if action == "compaction" and requested not in done)
+
+    def delta_commits_since_compaction(self) -> int:
+        since = max((requested for requested, _, action in self.completed if action in _COMMIT_ACTIONS),
+                    default="")
+        return sum(1 for requested, _, action in self.completed if action == "deltacommit" and requested > since)
+
+
+def parse_timeline_files(names: Iterable[str]) -> Timeline:
+    """A table's Timeline from the names of its timeline folder's files (others ignored)."""
+    timeline = Timeline()
+    pending: dict[str, str] = {}
+    for name in names:
+        match = _INSTANT_FILE.match(name)
+        if not match:
+            continue
+        requested, completed, action, state = match.groups()
+        if action in ("requested", "inflight") and not state:
+            action, state = None, action
+        if completed and action and not state:
+            timeline.completed.append((requested, completed, action))
+        elif state:
+            # `<requested>.inflight` is a commit's; a requested file names its action.
+            pending.setdefault(requested, action or "commit")
+            if action:
+                pending[requested] = action
+    done = {requested for requested, _, _ in timeline.completed}
+    timeline.completed.sort()
+    timeline.pending = sorted((requested, action) for requested, action in pending.items() if requested not in done)
+    return timeline
+
+
+def timelines(spark: SparkSession, schema: str, internal: bool = False) -> dict[str, Timeline]:
+    """Per Hudi table of `schema` registered in the catalog under a plain identifier
+    (`_`-prefixed ones only with `internal`): its active timeline, from one listing of
+    `<schema location>/*/.hoodie/timeline/*`. Tables without that folder (views,
+    parquet tables, tables kept elsewhere) are left out."""
     validate_identifier(schema, "schema")
     if not spark.catalog.databaseExists(schema):
-        return
-    names = [row["tableName"] for row in spark.sql(f"show tables in `{schema}`").collect()
+        return {}
+    names = {row["tableName"] for row in spark.sql(f"show tables in `{schema}`").collect()
              if not row["isTemporary"] and IDENTIFIER.match(row["tableName"])
-             and (internal or not row["tableName"].startswith("_"))]
+             and (internal or not row["tableName"].startswith("_"))}
     location = spark.catalog.getDatabase(schema).locationUri.rstrip("/")
     jvm = spark._jvm
-    hadoop_conf = spark._jsc.hadoopConfiguration()
-    conf = jvm.org.apache.hudi.hadoop.fs.HadoopFSUtils.getStorageConfWithCopy(hadoop_conf)
-    for name in sorted(names):
-        base = f"{location}/{name}"
-        properties = jvm.org.apache.hadoop.fs.Path(base + "/.hoodie/hoodie.properties")
-        if not properties.getFileSystem(hadoop_conf).exists(properties):
-            continue  # a view, a parquet table, or a table kept elsewhere
-        yield name, jvm.org.apache.hudi.common.table.HoodieTableMetaClient.builder() \
-            .setConf(conf).setBasePath(base).build()
-
-
-def newest_data_commit(client: Any) -> str | None:
-    """The newest completed data commit as `<instant>_<completion time>`, or None."""
-    completed = client.getActiveTimeline().getCommitsTimeline().filterCompletedInstants()
-    for instant in reversed(list(completed.getInstants())):
-        if instant.getAction() in DATA_ACTIONS:
-            return f"{instant.requestedTime()}_{instant.getCompletionTime()}"
-    return None
-
-
-def pending_compactions(client: Any) -> list[str]:
-    """The instants of the compaction plans scheduled and not yet done, oldest first."""
-    return sorted(str(i.requestedTime()) for i in client.getActiveTimeline().filterPendingCompactionTimeline()
-                  .getInstants())
-
-
-def is_merge_on_read(client: Any) -> bool:
-    return client.getTableType().name() == "MERGE_ON_READ"
-
-
-def delta_commits_since_compaction(client: Any) -> int:
-    """The completed delta commits after the newest completed compaction (on a
-    merge-on-read table a compaction completes as a `commit`)."""
-    timeline = client.getActiveTimeline()
-    compacted = timeline.getCommitTimeline().filterCompletedInstants().lastInstant()
-    since = str(compacted.get().requestedTime()) if compacted.isPresent() else ""
-    return sum(1 for instant in timeline.getDeltaCommitTimeline().filterCompletedInstants().getInstants()
-               if str(instant.requestedTime()) > since)
+    pattern = jvm.org.apache.hadoop.fs.Path(location + "/*/.hoodie/timeline/*")
+    fs = pattern.getFileSystem(spark._jsc.hadoopConfiguration())
+    # The whole listing as one string: a py4j call per file would cost more than the
+    # meta clients it replaces.
+    listing = jvm.org.apache.spark.deploy.SparkHadoopUtil.get().globPath(fs, pattern).mkString("\n")
+    files: dict[str, list[str]] = {}
+    for table, name in _TIMELINE_PATH.findall(listing):
+        if table in names:
+            files.setdefault(table, []).append(name)
+    return {table: parse_timeline_files(found) for table, found in sorted(files.items())}

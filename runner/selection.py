@@ -114,7 +114,7 @@ def project_fingerprint(project_dir: Path) -> str:
 def newest_commits(spark: SparkSession, schema: str) -> dict[str, str | None]:
     """Per Hudi table of `schema` (the ingestion's `_`-prefixed bookkeeping tables left
     out): its newest completed data commit, None for a table without one."""
-    return {name: hudi_timeline.newest_data_commit(client) for name, client in hudi_timeline.tables(spark, schema)}
+    return {name: timeline.newest_data_commit() for name, timeline in hudi_timeline.timelines(spark, schema).items()}
 
 
 def changed_tables(newest: Mapping[str, str | None], state: BuildState | None) -> set[str]:

@@ -173,11 +173,10 @@ def compact_due(spark: SparkSession, budget_seconds: float, after: int = COMPACT
     Which tables are due is read from their timelines, no Spark job."""
     due = []
     for schema in schemas:
-        for name, client in hudi_timeline.tables(spark, schema):
-            if not hudi_timeline.is_merge_on_read(client):
-                continue
-            plans = hudi_timeline.pending_compactions(client)
-            deltas = hudi_timeline.delta_commits_since_compaction(client)
+        # only a merge-on-read table has delta commits or compaction plans
+        for name, timeline in hudi_timeline.timelines(spark, schema).items():
+            plans = timeline.pending_compactions()
+            deltas = timeline.delta_commits_since_compaction()
             if plans or deltas >= after:
                 due.append((0 if plans else 1, plans[0] if plans else "", -deltas, f"{schema}.{name}", plans))
     done = Compactions()

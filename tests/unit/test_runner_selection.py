@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runner import selection
+from runner import hudi_timeline, selection
 from runner.selection import BuildState
 
 SRC = "source.cdc_lakehouse.bronze."
@@ -104,3 +104,26 @@ def test_failed_last_time_reads_the_last_results(tmp_path: Path) -> None:
     results["results"].append({"unique_id": "model.p.g", "status": "skipped"})
     (tmp_path / "run_results.json").write_text(json.dumps(results))
     assert selection.failed_last_time(tmp_path)
+
+
+def test_timeline_files_give_what_the_meta_client_gives() -> None:
+    names = [
+        "20260101000000001.commit.requested", "20260101000000001.inflight",
+        "20260101000000001_20260101000000009.commit",
+        "20260102000000001.deltacommit.requested", "20260102000000001.deltacommit.inflight",
+        "20260102000000001_20260102000000002.deltacommit",
+        "20260103000000001.compaction.requested", "20260103000000001.compaction.inflight",
+        "20260104000000001_20260104000000002.deltacommit",
+        "20260105000000001_20260105000000002.clean",
+        "20260106000000001.deltacommit.requested",  # a write under way
+        "history",
+    ]
+    timeline = hudi_timeline.parse_timeline_files(names)
+    assert timeline.newest_data_commit() == "20260104000000001_20260104000000002"
+    assert timeline.pending_compactions() == ["20260103000000001"]
+    assert timeline.delta_commits_since_compaction() == 2
+    assert timeline.pending == [("20260103000000001", "compaction"), ("20260106000000001", "deltacommit")]
+    compacted = hudi_timeline.parse_timeline_files(names + ["20260103000000001_20260107000000001.commit"])
+    assert compacted.pending_compactions() == []
+    assert compacted.delta_commits_since_compaction() == 1  # the plan left the later one out
+    assert hudi_timeline.parse_timeline_files(["20260101000000001.commit.requested"]).newest_data_commit() is None
