@@ -24,7 +24,7 @@ DATA_ACTIONS = ("commit", "deltacommit", "replacecommit")
 
 # A timeline file's name: `<requested>_<completed>.<action>` once completed, else
 # `<requested>.<action>.requested|inflight` (a commit's inflight is `<requested>.inflight`).
-_INSTANT_FILE = re.compile(r"^(\d+)(?:_(\d+))?(?:\.([a-z]+))?(?:\.(requested|inflight))?$")
+_INSTANT_FILE = re.compile(r"^(\d+)(?:_(\d+))?(?:\.(?!(?:requested|inflight)$)([a-z]+))?(?:\.(requested|inflight))?$")
 # A timeline file's path, as the listing's text gives it: table, then file name.
 _TIMELINE_PATH = re.compile(r"/([^/\n]+)/\.hoodie/timeline/([^/\n]+)$", re.MULTILINE)
 # Actions that complete a compaction or rewrite base files on a merge-on-read table.
@@ -36,7 +36,7 @@ class Timeline:
     """One table's active timeline, from its files' names."""
 
     completed: list[tuple[str, str, str]] = field(default_factory=list)  # (requested, completed, action)
-    pending: list[tuple[str, str]] = field(default_factory=list)  # (requested, action), not completed
+    pending: list[tuple[str, str]] = field(default_factory=list)  # (requested, action) not completed
 
     def newest_data_commit(self) -> str | None:
         """As `newest_data_commit` of a meta client: `<instant>_<completion time>`."""
@@ -44,9 +44,7 @@ class Timeline:
         return "_".join(max(data)) if data else None
 
     def pending_compactions(self) -> list[str]:
-        done = {requested for requested, _, _ in self.completed}
-        return sorted(requested for requested, action in self.pending
-                      if action == "compaction" and requested not in done)
+        return [requested for requested, action in self.pending if action == "compaction"]
 
     def delta_commits_since_compaction(self) -> int:
         since = max((requested for requested, _, action in self.completed if action in _COMMIT_ACTIONS),
@@ -63,15 +61,10 @@ def parse_timeline_files(names: Iterable[str]) -> Timeline:
         if not match:
             continue
         requested, completed, action, state = match.groups()
-        if action in ("requested", "inflight") and not state:
-            action, state = None, action
         if completed and action and not state:
             timeline.completed.append((requested, completed, action))
-        elif state:
-            # `<requested>.inflight` is a commit's; a requested file names its action.
-            pending.setdefault(requested, action or "commit")
-            if action:
-                pending[requested] = action
+        elif state and (action or requested not in pending):
+            pending[requested] = action or "commit"  # a bare `<requested>.inflight` is a commit's
     done = {requested for requested, _, _ in timeline.completed}
     timeline.completed.sort()
     timeline.pending = sorted((requested, action) for requested, action in pending.items() if requested not in done)

@@ -18,7 +18,7 @@ import pytest
 
 from ingestion.pipeline import IngestConfig, run as ingest
 from ingestion.spark import session_settings
-from runner import table_services
+from runner import hudi_timeline, table_services
 from tests.support import oracle
 from tests.support.lakehouse import PROJECT_SCHEMAS, dbt_invoke, drop_schemas
 from tests.support.paths import ROOT
@@ -44,6 +44,32 @@ def timeline(spark, table: str) -> list[str]:
     names = [p.name for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")]
     return sorted(f"{n.split('_')[0]}.{n.split('.', 1)[1]}" for n in names
                   if not n.endswith((".requested", ".inflight")))
+
+
+def as_hudi_sees_it(spark, table: str) -> tuple[str | None, list[str], int]:
+    """(newest completed data commit as `<instant>_<completion>`, pending compaction plans,
+    delta commits after the last compaction) of `table`, from Hudi's own meta client: the
+    expectation for runner/hudi_timeline.py, which reads the same from file names."""
+    jvm = spark._jvm
+    conf = jvm.org.apache.hudi.hadoop.fs.HadoopFSUtils.getStorageConfWithCopy(spark._jsc.hadoopConfiguration())
+    client = jvm.org.apache.hudi.common.table.HoodieTableMetaClient.builder().setConf(conf) \
+        .setBasePath(str(location(spark, table))).build()
+    active = client.getActiveTimeline()
+    data = [i for i in active.getCommitsTimeline().filterCompletedInstants().getInstants()
+            if i.getAction() in hudi_timeline.DATA_ACTIONS]
+    newest = f"{data[-1].requestedTime()}_{data[-1].getCompletionTime()}" if data else None
+    plans = sorted(str(i.requestedTime()) for i in active.filterPendingCompactionTimeline().getInstants())
+    compacted = active.getCommitTimeline().filterCompletedInstants().lastInstant()
+    since = str(compacted.get().requestedTime()) if compacted.isPresent() else ""
+    deltas = sum(1 for i in active.getDeltaCommitTimeline().filterCompletedInstants().getInstants()
+                 if str(i.requestedTime()) > since)
+    return newest, plans, deltas
+
+
+def as_listed(spark, table: str) -> tuple[str | None, list[str], int]:
+    schema, name = table.split(".")
+    found = hudi_timeline.timelines(spark, schema)[name]
+    return found.newest_data_commit(), found.pending_compactions(), found.delta_commits_since_compaction()
 
 
 def actions(spark, table: str) -> list[str]:
@@ -187,6 +213,9 @@ def test_passes_never_compact_and_the_runner_compacts_within_a_budget(spark, tmp
         batches = [land_and_build(spark, tmp_path, number, lines[number:number + 1]) for number in range(3)]
     assert actions(spark, STATE) == ["deltacommit"] * 3, timeline(spark, STATE)
 
+    assert as_listed(spark, STATE) == as_hudi_sees_it(spark, STATE)
+    assert as_listed(spark, STATE)[2] == 3
+
     spent = table_services.compact_due(spark, budget_seconds=0, after=2)
     assert spent.results == [] and spent.deferred == [STATE], spent
     assert actions(spark, STATE) == ["deltacommit"] * 3
@@ -196,5 +225,7 @@ def test_passes_never_compact_and_the_runner_compacts_within_a_budget(spark, tmp
         (STATE, 1, None)], done
     assert actions(spark, STATE) == ["deltacommit"] * 3 + ["commit"], timeline(spark, STATE)
     assert f"{done.results[0].compactions[0]}.commit" in timeline(spark, STATE)
+    assert as_listed(spark, STATE) == as_hudi_sees_it(spark, STATE)
+    assert as_listed(spark, STATE)[2] == 0
     assert shown("select * from {{ ref('actor') }}") == expected(batches)
     assert table_services.compact_due(spark, budget_seconds=600, after=2).results == []

@@ -9,9 +9,8 @@ import subprocess
 
 from tests.support.paths import ROOT
 
-# Folders not meant for a newcomer's map: docs/ has its own table (More), the rest hold
-# packaging or test data.
-NOT_IN_LAYOUT = {"docs", "profiles", "seeds", "jvm"}
+# docs/ has a table of its own (More).
+NOT_IN_LAYOUT = {"docs"}
 
 
 def layout_rows() -> list[tuple[str, str]]:
