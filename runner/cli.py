@@ -26,7 +26,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from ingestion import cli as ingestion_cli
 from ingestion.errors import IngestionError, UsageError
@@ -35,6 +35,9 @@ from runner import selection, table_services
 from runner.report import PassReport, dbt_section, freshness_section, ingestion_section, utc_now
 from runner.report import write as write_report
 from verify.report import EXIT_BEHIND, EXIT_DIFFERENT
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger("runner")
 
@@ -281,14 +284,45 @@ def _selection(dbt_args: list[str]) -> list[str]:
     return kept
 
 
-def freshness_step(code: int, dbt_args: list[str], report: PassReport) -> int:
+# dbt's flags that change what `dbt parse` reads: a pass parses with the build's ones.
+PARSE_FLAGS = ("--vars", "--target", "-t", "--profile", "--project-dir", "--profiles-dir", "--target-path")
+
+
+def _parse_args(dbt_args: list[str]) -> list[str]:
+    """The flags of the build's arguments that `dbt parse` needs too, with their values."""
+    kept = []
+    for i, arg in enumerate(dbt_args):
+        if arg.split("=", 1)[0] in PARSE_FLAGS:
+            kept.extend([arg] if "=" in arg else dbt_args[i:i + 2])
+    return kept
+
+
+def _missing_sources(spark: SparkSession, schema: str, target: Path, report: PassReport,
+                     quiet: bool = False) -> list[selection.MissingSource]:
+    """The bronze sources (of the manifest in `target`) whose table does not exist yet,
+    reported and, unless `quiet`, logged with the topic to land and the models left out."""
+    missing = selection.missing_sources(selection.read_manifest(target), schema,
+                                        selection.catalog_tables(spark, schema))
+    for source in missing if not quiet else ():
+        log.warning("%s", source.reason())
+    report.missing_bronze = [{"table": m.table, "topic": m.topic, "models_left_out": list(m.models)}
+                             for m in missing]
+    return missing
+
+
+def _excluded(missing: Sequence[selection.MissingSource]) -> list[str]:
+    return [arg for source in missing for arg in ("--exclude", source.exclude)]
+
+
+def freshness_step(code: int, dbt_args: list[str], report: PassReport, excluded: Sequence[str] = ()) -> int:
     """`dbt source freshness` on the bronze sources the build selects, reported;
     EXIT_STALE when one is past its error threshold (or cannot be read) and the pass was
     otherwise fine."""
     from dbt.cli.main import dbtRunner
 
     started = time.monotonic()
-    result = dbtRunner().invoke(["source", "freshness", *_dbt_common_args(dbt_args), *_selection(dbt_args)])
+    result = dbtRunner().invoke(["source", "freshness", *_dbt_common_args(dbt_args), *_selection(dbt_args),
+                                 *excluded])
     report.seconds["freshness"] = time.monotonic() - started
     if result.result is None:
         log.error("dbt source freshness failed: %s", result.exception)
@@ -350,7 +384,19 @@ def one_pass(ingest_args: argparse.Namespace, dbt_args: list[str], target: str |
         log.info("%s: dbt build skipped", skip_reason)
         log.info("ingestion %.1fs, dbt build %.1fs: %s", ingested - started, 0.0, "ok")
         report.dbt = dbt_section(None, True, skipped_reason=skip_reason)
-        return freshness_step(code, dbt_args, report) if freshness else code
+        if not freshness:
+            return code
+        # the sources a skipped build would leave out, from the manifest of the last one
+        last = _state_dir(state_dir) if (_state_dir(state_dir) / "manifest.json").exists() else \
+            selection.target_dir(dbt_args, project_dir)
+        missing = _missing_sources(spark, ingest_args.bronze_schema, last, report, quiet=True)
+        return freshness_step(code, dbt_args, report, _excluded(missing))
+    parsed = dbtRunner().invoke(["parse", *_dbt_common_args(dbt_args), *_parse_args(dbt_args)])
+    if not parsed.success:
+        log.error("dbt parse failed: %s", parsed.exception or "see the dbt log above")
+        report.dbt = dbt_section(None, False)
+        return EXIT_FAILURE
+    missing = _missing_sources(spark, ingest_args.bronze_schema, selection.target_dir(dbt_args, project_dir), report)
     if build is not None:
         log.info("dbt build of %s", "every model (a first build)" if build.state is None else
                  "what changed: " + (", ".join(f"bronze.{t}" for t in sorted(build.changed)) or "no bronze table")
@@ -364,21 +410,24 @@ def one_pass(ingest_args: argparse.Namespace, dbt_args: list[str], target: str |
         # each of them says nothing about the pass
         selected = [*selected, "--warn-error-options", json.dumps({"silence": ["NoNodesForSelectionCriteria"]})]
     building = time.monotonic()
-    result = dbtRunner().invoke(["build", *_dbt_common_args(dbt_args), *types, *selected, *dbt_args])
+    excluded = _excluded(missing)
+    # the parse's manifest: the build need not parse the project again
+    result = dbtRunner(manifest=parsed.result).invoke(
+        ["build", *_dbt_common_args(dbt_args), *types, *selected, *excluded, *dbt_args])
     report.seconds["dbt_build"] = time.monotonic() - building
     results = getattr(result.result, "results", None)
     report.dbt = dbt_section(results, result.success)
     if build is not None and results is not None:
         statuses = {r.node.unique_id: str(r.status) for r in results}
         selection.record(build, ingest_args.bronze_schema, _state_dir(state_dir),
-                         selection.target_dir(dbt_args, project_dir), statuses)
+                         selection.target_dir(dbt_args, project_dir), statuses, [m.table for m in missing])
     log.info("ingestion %.1fs, dbt build %.1fs: %s", ingested - started, time.monotonic() - ingested,
              "ok" if result.success else "failed")
     if not result.success:
         log.error("dbt build failed: %s", result.exception or "see the dbt log above")
         return EXIT_FAILURE
     state.built = True
-    return freshness_step(code, dbt_args, report) if freshness else code
+    return freshness_step(code, dbt_args, report, excluded) if freshness else code
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -33,6 +33,7 @@ class PassReport:
     seconds: dict[str, float] = field(default_factory=dict)  # step -> duration
     ingestion: dict[str, Any] | None = None
     selection: dict[str, Any] | None = None  # what the build covers (runner.selection.Plan.as_report)
+    missing_bronze: list[dict[str, Any]] | None = None  # bronze tables not there yet, what was left out
     dbt: dict[str, Any] | None = None
     freshness: list[dict[str, Any]] | None = None
     table_services: list[dict[str, Any]] | None = None  # per Hudi table (runner.table_services)
@@ -53,6 +54,7 @@ class PassReport:
             "seconds": {step: round(value, 3) for step, value in self.seconds.items()},
             "ingestion": self.ingestion,
             "selection": self.selection,
+            "missing_bronze": self.missing_bronze,
             "dbt": self.dbt,
             "freshness": self.freshness,
             "table_services": self.table_services,

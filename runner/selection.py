@@ -28,6 +28,7 @@ from typing import Any, Iterable, Mapping
 
 from pyspark.sql import SparkSession
 
+from ingestion.naming import validate_identifier
 from runner import hudi_timeline
 
 log = logging.getLogger(__name__)
@@ -131,6 +132,50 @@ def bronze_sources(manifest: Mapping[str, Any], schema: str) -> dict[str, str]:
             if node.get("schema") == schema}
 
 
+@dataclass(frozen=True)
+class MissingSource:
+    """A bronze table a dbt source reads that the catalog does not have yet: its
+    connector has not landed anything. What reads it is left out of the build."""
+
+    table: str
+    topic: str | None  # the source's `meta.topic`: what to land
+    source: str  # `<source name>.<table>`, as dbt selects it
+    models: tuple[str, ...]  # the models downstream, `<schema>.<name>`
+
+    @property
+    def exclude(self) -> str:
+        return f"source:{self.source}+"
+
+    def reason(self) -> str:
+        land = f"land topic {self.topic}" if self.topic else "land its topic"
+        return (f"bronze.{self.table} does not exist yet ({land}): left out of this build: "
+                + (", ".join(self.models) or "no model"))
+
+
+def catalog_tables(spark: SparkSession, schema: str) -> set[str]:
+    """The tables and views `schema` has in the catalog (none when it does not exist)."""
+    validate_identifier(schema, "schema")
+    if not spark.catalog.databaseExists(schema):
+        return set()
+    return {row["tableName"] for row in spark.sql(f"show tables in `{schema}`").collect() if not row["isTemporary"]}
+
+
+def missing_sources(manifest: Mapping[str, Any], schema: str, existing: set[str]) -> list[MissingSource]:
+    """The bronze sources of `manifest` that a model reads and whose table is not in
+    `existing`, each with the models downstream of it."""
+    nodes = manifest.get("nodes", {})
+    missing = []
+    for unique_id, source in sorted(manifest.get("sources", {}).items()):
+        if source.get("schema") != schema or source.get("identifier") in existing:
+            continue
+        models = sorted(f"{nodes[n]['schema']}.{nodes[n]['alias'] or nodes[n]['name']}"
+                        for n in descendants(manifest, unique_id) if n.startswith("model.") and n in nodes)
+        if models:
+            missing.append(MissingSource(source["identifier"], (source.get("meta") or {}).get("topic"),
+                                         unique_id.split(".", 2)[2], tuple(models)))
+    return missing
+
+
 def selection_args(changed: Iterable[str], sources: Mapping[str, str], state_dir: Path) -> list[str]:
     """`dbt build` arguments selecting what a pass builds: each changed bronze table's
     source and everything downstream of it, plus, with the last build's artifacts in
@@ -158,16 +203,20 @@ def descendants(manifest: Mapping[str, Any], unique_id: str) -> set[str]:
 
 
 def settled(changed: Iterable[str], sources: Mapping[str, str], manifest: Mapping[str, Any],
-            statuses: Mapping[str, str]) -> set[str]:
+            statuses: Mapping[str, str], left_out: Iterable[str] = ()) -> set[str]:
     """The changed bronze tables a build took in: each one that no dbt source reads, and
     each one whose every downstream node the build ran (`statuses`: unique id -> dbt
-    status) without an error, a failure or a skip."""
+    status) without an error, a failure or a skip. Nodes downstream of a source in
+    `left_out` (bronze tables not there yet) do not count: their table's arrival
+    selects them."""
+    waiting = {node for table in left_out if table in sources for node in descendants(manifest, sources[table])}
     done = set()
     for table in changed:
         if table not in sources:
             done.add(table)
             continue
-        below = {node for node in descendants(manifest, sources[table]) if node.split(".", 1)[0] in RUN_TYPES}
+        below = {node for node in descendants(manifest, sources[table])
+                 if node.split(".", 1)[0] in RUN_TYPES and node not in waiting}
         if all(node in statuses and statuses[node] not in NOT_DONE for node in below):
             done.add(table)
     return done
@@ -246,12 +295,14 @@ def plan(spark: SparkSession, schema: str, state_dir: Path, project_dir: Path) -
     return Plan(state, newest, changed, fingerprint, selection_args(changed, sources, state_dir))
 
 
-def record(build: Plan, schema: str, state_dir: Path, target: Path, statuses: Mapping[str, str]) -> BuildState:
-    """After a build that ran (`statuses`: unique id -> dbt status of each node it ran):
-    the changed tables it took in join the state, with the project's fingerprint and
-    the build's artifacts from `target`; returns the state saved."""
+def record(build: Plan, schema: str, state_dir: Path, target: Path, statuses: Mapping[str, str],
+           left_out: Iterable[str] = ()) -> BuildState:
+    """After a build that ran (`statuses`: unique id -> dbt status of each node it ran;
+    `left_out`: the bronze tables not there yet, whose models it excluded): the changed
+    tables it took in join the state, with the project's fingerprint and the build's
+    artifacts from `target`; returns the state saved."""
     manifest = read_manifest(target)
-    done = settled(build.changed, bronze_sources(manifest, schema), manifest, statuses)
+    done = settled(build.changed, bronze_sources(manifest, schema), manifest, statuses, left_out)
     bronze = dict(build.state.bronze) if build.state else {}
     bronze.update({table: build.newest[table] for table in done if build.newest.get(table)})
     state = BuildState(bronze=bronze, project=build.fingerprint)

@@ -2,15 +2,18 @@
 Spark session, on a project of four silver models and one gold model over three of them.
 
 Pass by pass, each expectation comes from the inputs, not from the runner:
-1. no state yet: every model is built; silver and gold equal the oracle;
+1. no state yet, country's topic not landed: every model is built but silver.country
+   and the gold model over it, which the log names with the topic to land; exit 0;
 2. new actor events: the build runs silver.actor and its tests only (the models
-   downstream of bronze.pagila_public_actor, read from the SQL's refs), gold is left as it is;
-3. nothing new: dbt is not run at all;
-4. another writer lands actor events (a crash after landing looks the same) while the
+   downstream of bronze.pagila_public_actor, read from the SQL's refs), gold is left out;
+3. country's topic lands: the build runs silver.country and gold; silver and gold equal
+   the oracle;
+4. nothing new: dbt is not run at all;
+5. another writer lands actor events (a crash after landing looks the same) while the
    project's YAML mistypes an actor column: the pass fails, and the state keeps actor
    as not taken in;
-5. the YAML fixed, nothing new: the pass builds actor again and silver.actor equals the
-   oracle over every actor event; a sixth pass has nothing to do."""
+6. the YAML fixed, nothing new: the pass builds actor again and silver.actor equals the
+   oracle over every actor event; a seventh pass has nothing to do."""
 
 from __future__ import annotations
 
@@ -51,10 +54,10 @@ def model_statuses(report: PassReport) -> dict[str, str]:
     return {node["name"]: node["status"] for node in report.dbt["nodes"] if node["resource_type"] == "model"}
 
 
-def test_a_pass_builds_what_changed_and_retries_what_failed(spark, tmp_path: Path, capfd) -> None:
+def test_a_pass_builds_what_changed_and_retries_what_failed(spark, tmp_path: Path, capfd, caplog) -> None:
     project = pruned_project(tmp_path, MODELS)
     topics = tmp_path / "topics"
-    for table in ("address", "city", "country"):
+    for table in ("address", "city"):
         write_recorded_json(FIXTURES / f"pagila.public.{table}.jsonl", topics, records_per_file=50)
     write_records(tmp_path, topics, "actor", range(0, 3))
     ingest_args = ingestion_cli.build_parser().parse_args(["--input", str(topics)])
@@ -65,15 +68,23 @@ def test_a_pass_builds_what_changed_and_retries_what_failed(spark, tmp_path: Pat
         report = PassReport()
         return one_pass(ingest_args, dbt_args, "local", report=report, state_dir=state_dir), report
 
+    capfd.readouterr()
     code, first = run_pass()
     assert code == EXIT_OK, first.dbt
     assert first.selection["first_build"] and first.selection["select"] == []
-    assert model_statuses(first) == {name: "success" for name in MODELS}
-    for table in ("actor", "address", "city", "country"):
+    left_out = {"country", "address_locations"}
+    assert model_statuses(first) == {name: "success" for name in MODELS - left_out}
+    # one line for the one bronze table missing that a model reads
+    assert [r.getMessage() for r in caplog.records if "does not exist yet" in r.getMessage()] == [
+        "bronze.pagila_public_country does not exist yet (land topic pagila.public.country): left out of "
+        "this build: gold.address_locations, silver.country"]
+    assert not [r.getMessage() for r in caplog.records if "builds again" in r.getMessage()]
+    assert first.missing_bronze == [{"table": "pagila_public_country", "topic": "pagila.public.country",
+                                     "models_left_out": ["gold.address_locations", "silver.country"]}]
+    for table in ("actor", "address", "city"):
         assert_current_state(spark, [topics], table)
-    assert_address_locations(spark, [topics])
-    assert set(load_state(state_dir).bronze) == {ACTOR_TABLE, "pagila_public_address", "pagila_public_city",
-                                                 "pagila_public_country"}
+    assert not spark.catalog.tableExists("silver.country")
+    assert set(load_state(state_dir).bronze) == {ACTOR_TABLE, "pagila_public_address", "pagila_public_city"}
 
     write_records(tmp_path, topics, "actor", range(3, 6))
     capfd.readouterr()
@@ -90,9 +101,17 @@ def test_a_pass_builds_what_changed_and_retries_what_failed(spark, tmp_path: Pat
     assert tests_run and all("actor" in name for name in tests_run), tests_run
     assert_current_state(spark, [topics], "actor")
 
+    write_recorded_json(FIXTURES / "pagila.public.country.jsonl", topics, records_per_file=50)
     code, third = run_pass()
-    assert code == EXIT_OK and third.dbt["ran"] is False, third.dbt
-    assert third.selection["changed_bronze_tables"] == []
+    assert code == EXIT_OK, third.dbt
+    assert third.selection["changed_bronze_tables"] == ["pagila_public_country"] and third.missing_bronze == []
+    assert model_statuses(third) == {name: "success" for name in left_out}
+    assert_current_state(spark, [topics], "country")
+    assert_address_locations(spark, [topics])
+
+    code, fourth = run_pass()
+    assert code == EXIT_OK and fourth.dbt["ran"] is False, fourth.dbt
+    assert fourth.selection["changed_bronze_tables"] == []
 
     # another writer lands actor events; the project's YAML is mistyped meanwhile
     write_records(tmp_path, topics, "actor", range(6, 8))
@@ -101,19 +120,19 @@ def test_a_pass_builds_what_changed_and_retries_what_failed(spark, tmp_path: Pat
     good = models_yml.read_text()
     models_yml.write_text(with_column_type(good, "actor", "first_name", "strnig"))
     taken_in = load_state(state_dir).bronze[ACTOR_TABLE]
-    code, fourth = run_pass()
+    code, fifth = run_pass()
     assert code == EXIT_FAILURE
-    assert fourth.selection["changed_bronze_tables"] == [ACTOR_TABLE]
-    assert model_statuses(fourth) == {"actor": "error"}
+    assert fifth.selection["changed_bronze_tables"] == [ACTOR_TABLE]
+    assert model_statuses(fifth) == {"actor": "error"}
     assert load_state(state_dir).bronze[ACTOR_TABLE] == taken_in
 
     models_yml.write_text(good)
-    code, fifth = run_pass()
-    assert code == EXIT_OK, fifth.dbt
-    assert fifth.selection["changed_bronze_tables"] == [ACTOR_TABLE]
-    assert model_statuses(fifth) == {"actor": "success"}
+    code, sixth = run_pass()
+    assert code == EXIT_OK, sixth.dbt
+    assert sixth.selection["changed_bronze_tables"] == [ACTOR_TABLE]
+    assert model_statuses(sixth) == {"actor": "success"}
     assert_current_state(spark, [topics], "actor")
     assert load_state(state_dir).bronze[ACTOR_TABLE] != taken_in
 
-    code, sixth = run_pass()
-    assert code == EXIT_OK and sixth.dbt["ran"] is False, sixth.dbt
+    code, seventh = run_pass()
+    assert code == EXIT_OK and seventh.dbt["ran"] is False, seventh.dbt
