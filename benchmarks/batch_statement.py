@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
-    from ingestion.spark import get_session
+    from core.spark import get_session
 
     spark = get_session("local")
     location = spark.sql(f"describe formatted {BRONZE}").where("col_name = 'Location'").collect()[0][1]

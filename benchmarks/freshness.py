@@ -147,7 +147,7 @@ def _wait(found, timeout: float, what: str, runner: subprocess.Popen):
 
 def _check_rows(lakehouse: Path, env: dict, names: list[str], work: Path) -> None:
     probe = (
-        "from ingestion.spark import get_session\n"
+        "from core.spark import get_session\n"
         "rows = get_session('local').sql(\"select first_name from silver.actor where last_name = 'BENCH'\").collect()\n"
         "print(sorted(r[0] for r in rows))\n"
     )

@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from benchmarks.measure import timed_sql
     from ingestion.pipeline import IngestConfig, run as ingest
-    from ingestion.spark import get_session
+    from core.spark import get_session
 
     spark = get_session("local", {"spark.ui.showConsoleProgress": "false"})
     stream = Stream(args.work / "landing")

@@ -21,7 +21,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from benchmarks.measure import timed_sql
-from ingestion.spark import get_session, session_settings
+from core.spark import get_session, session_settings
 
 SETTINGS = {"metadata table on": "true", "metadata table off": "false"}
 TABLE = "bench_scratch.hudi_settings"

@@ -17,8 +17,8 @@ import sys
 
 from pyspark.sql import functions as F
 
+from core.spark import get_session
 from ingestion.load import INSERT_SETTINGS
-from ingestion.spark import get_session
 
 ROW = ("struct<order_id:bigint,customer_id:int,status:string,amount:string,order_date:int,"
        "updated_at:bigint,note:string>")

@@ -210,7 +210,7 @@ def warm(base: Path, tables: int, rounds: int) -> None:
     landing.offsets.update({int(k): v for k, v in state["offsets"].items()})
     os.environ.update(env(base))
     passes = warm_passes(base, landing, rounds)
-    from ingestion.spark import get_session
+    from core.spark import get_session
 
     check(get_session("local"), landing, tables)
     (base / "warm.json").write_text(json.dumps(passes, indent=1))

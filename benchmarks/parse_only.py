@@ -11,8 +11,8 @@ import sys
 
 from pyspark.sql import functions as F
 
+from core.spark import get_session
 from ingestion import extract, transform
-from ingestion.spark import get_session
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -40,7 +40,7 @@ def machine() -> dict[str, str]:
 
 
 def _archive() -> str:
-    from ingestion.spark import jvm_archive
+    from core.spark import jvm_archive
 
     path = jvm_archive()
     return f"{path.name}, {path.stat().st_size / 2**20:.0f} MiB" if path and path.is_file() else "none (not built)"

@@ -45,7 +45,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from benchmarks.measure import timed_sql
-from ingestion.spark import get_session
+from core.spark import get_session
 
 BRONZE = "bronze.bench_public_orders"
 KEY = "order_id"

@@ -31,7 +31,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from benchmarks.measure import timed_sql
-from ingestion.spark import get_session
+from core.spark import get_session
 
 # setting -> extra table properties (on top of what cdc_hudi_tblproperties sets)
 SETTINGS: dict[str, dict[str, str]] = {

@@ -33,7 +33,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from benchmarks.measure import timed_sql
-from ingestion.spark import get_session
+from core.spark import get_session
 
 SCHEMA = "bench_scratch"
 DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"

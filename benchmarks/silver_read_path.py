@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 
 from benchmarks.measure import timed_sql
-from ingestion.spark import get_session
+from core.spark import get_session
 
 SCHEMA = "silver_read_path"
 MARKER = "_cdc_delete"

@@ -411,7 +411,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.add_argument("--runs", type=int, required=True)
         ap.add_argument("--out", type=Path, required=True)
         args = ap.parse_args(argv[1:])
-        from ingestion.spark import get_session
+        from core.spark import get_session
 
         seconds = warm(get_session("local"), args.streams, [int(b) for b in args.batches.split(",")], args.runs)
         args.out.write_text(json.dumps(seconds, indent=2))

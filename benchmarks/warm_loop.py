@@ -22,8 +22,8 @@ from pathlib import Path
 from dbt.cli.main import dbtRunner
 
 from benchmarks.cases import BENCH_DBT, SOURCES_YML
+from core.spark import get_session
 from ingestion.pipeline import IngestConfig, run as ingest
-from ingestion.spark import get_session
 
 
 class LoopStepFailed(RuntimeError):

@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
+from core.cli import run_command
+from core.exit_codes import EXIT_FAILURE, EXIT_LOCKED, EXIT_OK, EXIT_QUARANTINED, EXIT_USAGE
+from core.lock import RunLockedError
 from ingestion.errors import IngestionError, UsageError
-from ingestion.lock import RunLockedError
 from ingestion.pipeline import IngestConfig, RunSummary, default_sources_yml, run
 from ingestion.transform import MAX_RECORD_BYTES
 
@@ -17,12 +19,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 log = logging.getLogger("ingestion")
-
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
-EXIT_QUARANTINED = 3
-EXIT_LOCKED = 4
 
 EPILOG = f"""\
 two sources, one of them per run:
@@ -128,33 +124,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    try:
-        args = build_parser().parse_args(argv)
-    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
-        return int(exc.code or 0)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    try:
-        run_once = make_run(args)
-        from ingestion.spark import get_session
+    return run_command(build_parser(), argv, _run,
+                       {UsageError: EXIT_USAGE, RunLockedError: EXIT_LOCKED, IngestionError: EXIT_FAILURE},
+                       "ingestion")
 
-        spark = get_session(None if args.target == "none" else args.target)
-        summary = run_once(spark)
-    except UsageError as exc:
-        log.error("%s", exc)
-        return EXIT_USAGE
-    except RunLockedError as exc:
-        log.error("%s", exc)
-        return EXIT_LOCKED
-    except IngestionError as exc:
-        log.error("%s", exc)
-        return EXIT_FAILURE
-    except Exception:  # noqa: BLE001 - report any crash as exit 1 with its traceback
-        log.exception("ingestion failed")
-        return EXIT_FAILURE
+
+def _run(args: argparse.Namespace) -> int:
+    run_once = make_run(args)
+    from core.spark import get_session
+
+    summary = run_once(get_session(None if args.target == "none" else args.target))
     print(summary.render())
     return EXIT_QUARANTINED if summary.quarantined else EXIT_OK
 

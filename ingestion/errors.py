@@ -19,10 +19,6 @@ class SourcesFileError(IngestionError):
     """The dbt sources YAML exists but cannot be understood."""
 
 
-class TableNameError(ValueError):
-    """A topic (or a schema name) cannot be turned into a safe SQL identifier."""
-
-
 class SinkFileError(ValueError):
     """A sink file cannot be read as its name says (not Avro, cut short, ...); its message
     names the file and what was found. The file is quarantined whole."""

@@ -17,8 +17,9 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from core.identifiers import TableNameError
 from ingestion import avro
-from ingestion.errors import InputNotFoundError, SinkFileError, TableNameError
+from ingestion.errors import InputNotFoundError, SinkFileError
 from ingestion.naming import (
     FILE_NAME_PATTERN,
     FORMAT_AVRO,

@@ -20,9 +20,9 @@ from pyspark import StorageLevel
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 
+from core.identifiers import qualified
 from ingestion import avro_wire, kafka_source, load, transform
 from ingestion.errors import SchemaRegistryError
-from ingestion.naming import qualified
 from ingestion.pipeline import (
     CACHE_SETTINGS,
     QUARANTINE_TABLE,
@@ -35,9 +35,9 @@ from ingestion.pipeline import (
     default_sources_yml,
     validate_bronze_schema,
 )
+from core.spark import session_settings
 from ingestion.registry import SchemaRegistryClient
 from ingestion.sources import load_primary_keys
-from ingestion.spark import session_settings
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,8 @@ from pathlib import Path
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ingestion.errors import TableNameError, UsageError
+from core.identifiers import TableNameError
+from ingestion.errors import UsageError
 from ingestion.naming import table_collisions, table_for_topic
 
 # Consumer settings taken from the environment, so secrets (e.g. sasl.jaas.config)

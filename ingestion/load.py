@@ -18,9 +18,9 @@ from typing import ContextManager, Sequence
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ingestion.lock import exclusive
-from ingestion.naming import qualified, quote
-from ingestion.spark import session_settings
+from core.identifiers import qualified, quote
+from core.lock import exclusive
+from core.spark import session_settings
 
 log = logging.getLogger(__name__)
 

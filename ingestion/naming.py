@@ -1,4 +1,4 @@
-"""Topic -> table names, SQL identifier checks and the Kafka Connect S3 file-name pattern."""
+"""Topic -> table names and the Kafka Connect S3 file-name pattern."""
 
 from __future__ import annotations
 
@@ -6,10 +6,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ingestion.errors import TableNameError
+from core.identifiers import TableNameError, validate_identifier
 
-IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]*$")
-MAX_IDENTIFIER_LENGTH = 128
 # Kafka Connect S3 sink (DefaultPartitioner): <topic>+<kafkaPartition>+<startOffset><extension>,
 # the extension its format writes: JsonFormat `.json`, AvroFormat `.avro`, ParquetFormat
 # the Parquet codec's extension + `.parquet` (none, `.snappy`, `.gz`, `.zstd`, `.lz4hadoop`,
@@ -22,15 +20,6 @@ FILE_NAME = re.compile(
     r"(?P<extension>\.json|\.avro|(?P<codec>\.snappy|\.gz|\.zstd|\.lz4hadoop|\.br|\.lzo)?\.parquet)$")
 FILE_NAME_PATTERN = "<topic>+<partition>+<startOffset>.json (or .avro, [.<codec>].parquet)"
 PARTITION_DIR = re.compile(r"^partition=(?P<partition>\d+)$")
-
-
-def validate_identifier(name: str, what: str = "identifier") -> str:
-    """Return `name` if it is a plain lower-case SQL identifier, else raise TableNameError."""
-    if not IDENTIFIER.match(name):
-        raise TableNameError(f"{what} {name!r} must match {IDENTIFIER.pattern}")
-    if len(name) > MAX_IDENTIFIER_LENGTH:
-        raise TableNameError(f"{what} {name!r} is longer than {MAX_IDENTIFIER_LENGTH} characters")
-    return name
 
 
 def table_for_topic(topic: str) -> str:
@@ -56,15 +45,6 @@ def table_collisions(topics: Iterable[str]) -> dict[str, str]:
                 errors[topic] = (f"topics {listed} all map to bronze table {table!r}; "
                                  f"land them into separate bronze schemas (--bronze-schema) or rename a topic")
     return errors
-
-
-def quote(identifier: str) -> str:
-    """Backtick-quote an identifier (identifiers are validated too; quoting is belt and braces)."""
-    return "`" + identifier.replace("`", "``") + "`"
-
-
-def qualified(schema: str, table: str) -> str:
-    return f"{quote(schema)}.{quote(table)}"
 
 
 @dataclass(frozen=True)

@@ -22,11 +22,13 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from core.identifiers import TableNameError
+from core.identifiers import validate_identifier
+from core.spark import session_settings
 from ingestion import extract, load, naming, transform
-from ingestion.errors import TableNameError, UsageError
-from ingestion.naming import FORMAT_JSON, validate_identifier
+from ingestion.errors import UsageError
+from ingestion.naming import FORMAT_JSON
 from ingestion.sources import PrimaryKeys, load_primary_keys
-from ingestion.spark import session_settings
 
 log = logging.getLogger(__name__)
 
@@ -422,7 +424,7 @@ def _input_bytes(files: list[extract.SourceFile], splits: Iterable[Mapping] = ()
 
 
 def default_sources_yml() -> Path:
-    from ingestion.spark import PROJECT_DIR
+    from core.spark import PROJECT_DIR
 
     return PROJECT_DIR / "models" / "silver" / "_silver__sources.yml"
 

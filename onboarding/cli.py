@@ -11,7 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ingestion.errors import IngestionError, TableNameError
+from core.cli import run_command
+from core.exit_codes import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from core.identifiers import TableNameError
+from ingestion.errors import IngestionError
 from onboarding import drift, scaffold
 from onboarding.errors import OnboardingError, OnboardingUsageError
 from onboarding.schemas import TopicSample, TopicSchema, bronze_images, topic_schema
@@ -19,9 +22,6 @@ from onboarding.types import Column
 
 log = logging.getLogger("onboarding")
 
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 REGISTRY_URL_ENV = "CDC_SCHEMA_REGISTRY_URL"
 
@@ -89,34 +89,24 @@ class Outcome:
 
 def main(argv: Sequence[str] | None = None, spark: Any = None) -> int:
     """Run the command; `spark` is a session to use instead of starting one (tests)."""
-    try:
-        args = build_parser().parse_args(argv)
-    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
-        return int(exc.code or 0)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    try:
-        read = make_reader(args)
-        session = spark
-        if session is None and (args.input or args.kafka_bootstrap_servers):
-            session = _session(args.target)
-        samples = read(session)
-        outcomes = onboard(samples, args.project_dir, args.dry_run, session, args.bronze_schema)
-    except OnboardingUsageError as exc:
-        log.error("%s", exc)
-        return EXIT_USAGE
-    except (OnboardingError, IngestionError) as exc:
-        log.error("%s", exc)
-        return EXIT_FAILURE
-    except Exception:  # noqa: BLE001 - report any crash as exit 1 with its traceback
-        log.exception("onboarding failed")
-        return EXIT_FAILURE
+    return run_command(build_parser(), argv, lambda args: _run(args, spark),
+                       {OnboardingUsageError: EXIT_USAGE, OnboardingError: EXIT_FAILURE, IngestionError: EXIT_FAILURE},
+                       "onboarding")
+
+
+def _run(args: argparse.Namespace, spark: Any) -> int:
+    read = make_reader(args)
+    session = spark
+    if session is None and (args.input or args.kafka_bootstrap_servers):
+        session = _session(args.target)
+    samples = read(session)
+    outcomes = onboard(samples, args.project_dir, args.dry_run, session, args.bronze_schema)
     print(render(outcomes, args.dry_run))
     return EXIT_FAILURE if any(o.error for o in outcomes) else EXIT_OK
 
 
 def _session(target: str) -> Any:
-    from ingestion.spark import get_session
+    from core.spark import get_session
 
     return get_session(None if target == "none" else target)
 

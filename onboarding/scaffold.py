@@ -18,8 +18,9 @@ from typing import Any
 
 import yaml
 
-from ingestion.naming import validate_identifier, table_for_topic
-from ingestion.errors import TableNameError
+from core.identifiers import TableNameError
+from core.identifiers import validate_identifier
+from ingestion.naming import table_for_topic
 from ingestion.sources import BRONZE_SOURCE, COLUMN_NAME
 from onboarding.errors import OnboardingError, UnsafeNameError
 from onboarding.types import Column

@@ -337,7 +337,7 @@ def bronze_images(spark: Any, schema: str, table: str, limit: int = IMAGES
     """Row images of a bronze table's newest events (`_after`, else `_before`) and
     whether they are all of flattened records (whose values bronze keeps as text); None
     when the table does not exist."""
-    from ingestion.naming import qualified
+    from core.identifiers import qualified
 
     if not spark.catalog.tableExists(f"{schema}.{table}"):
         return None

@@ -20,33 +20,28 @@ import json
 import logging
 import os
 import signal
-import sys
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
+from core.cli import configure_logging
+from core.exit_codes import (EXIT_BEHIND, EXIT_DIFFERENT, EXIT_FAILURE, EXIT_LOCKED, EXIT_OK, EXIT_QUARANTINED,
+                              EXIT_STALE, EXIT_USAGE)
+from core.lock import RunLockedError, exclusive
 from ingestion import cli as ingestion_cli
 from ingestion.errors import IngestionError, UsageError
-from ingestion.lock import RunLockedError, exclusive
 from runner import selection, table_services
 from runner.report import PassReport, dbt_section, freshness_section, ingestion_section, utc_now
 from runner.report import write as write_report
-from verify.report import EXIT_BEHIND, EXIT_DIFFERENT
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 log = logging.getLogger("runner")
 
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
-EXIT_QUARANTINED = 3
-EXIT_LOCKED = 4
-EXIT_STALE = 7  # a bronze source past its freshness error threshold (--freshness)
 PASSED = (EXIT_OK, EXIT_QUARANTINED)
 # Passes whose build passed: a stale source means late data, not a broken lake, so the
 # steps after the build (table services, verify) still run.
@@ -147,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
 def verify_step(code: int, verify_args: argparse.Namespace, target: str | None) -> int:
     """`python -m verify` on the pass's Spark session, after a pass that passed: its exit
     code when silver differs from the sources or cannot be compared, else the pass's."""
-    from ingestion.spark import get_session
+    from core.spark import get_session
     from verify import cli as verify_cli
     from verify.errors import VerifyError
 
@@ -166,7 +161,7 @@ def table_services_step(code: int, target: str | None, retention: table_services
     """After a pass that passed: the table services, or with `compaction_budget` only the
     compactions due within that many seconds (table_services.compact_due), reported;
     EXIT_FAILURE when one failed on some table (the others are still serviced)."""
-    from ingestion.spark import get_session
+    from core.spark import get_session
 
     if code not in BUILT:
         return code
@@ -220,10 +215,12 @@ def _stop_signals_held() -> Iterator[None]:
 @dataclass
 class LoopState:
     """What a pass leaves the next in the same process: whether bronze holds nothing that
-    this process's last `dbt build` has not seen. A pass clears it when it starts, so a
-    pass that fails part-way (some tables landed, no build) leaves it cleared."""
+    this process's last `dbt build` has not seen (a pass clears it when it starts, so a
+    pass that fails part-way, some tables landed and no build, leaves it cleared), and
+    the missing bronze tables already named in the log (each is named once a process)."""
 
     built: bool = False
+    named_missing: set[str] = field(default_factory=set)
 
 
 def _flag_value(args: list[str], flag: str) -> str | None:
@@ -239,14 +236,14 @@ def _flag_value(args: list[str], flag: str) -> str | None:
 
 def _project_dir(dbt_args: list[str]) -> Path:
     """The dbt project the pass builds: this one, unless `--dbt-arg=--project-dir` names another."""
-    from ingestion.spark import PROJECT_DIR
+    from core.spark import PROJECT_DIR
 
     given = _flag_value(dbt_args, "--project-dir")
     return Path(given).resolve() if given else PROJECT_DIR
 
 
 def _dbt_common_args(dbt_args: list[str]) -> list[str]:
-    from ingestion.spark import PROJECT_DIR
+    from core.spark import PROJECT_DIR
 
     # the project's own profiles/ unless the user points dbt elsewhere (as `make` does)
     profiles = [] if "--profiles-dir" in dbt_args or os.environ.get("DBT_PROFILES_DIR") else [
@@ -298,13 +295,17 @@ def _parse_args(dbt_args: list[str]) -> list[str]:
 
 
 def _missing_sources(spark: SparkSession, schema: str, target: Path, report: PassReport,
-                     quiet: bool = False) -> list[selection.MissingSource]:
+                     named: set[str] | None = None) -> list[selection.MissingSource]:
     """The bronze sources (of the manifest in `target`) whose table does not exist yet,
-    reported and, unless `quiet`, logged with the topic to land and the models left out."""
+    reported and logged with the topic to land and the models left out, unless in
+    `named` (the tables this process named already, which it extends)."""
     missing = selection.missing_sources(selection.read_manifest(target), schema,
                                         selection.catalog_tables(spark, schema))
-    for source in missing if not quiet else ():
-        log.warning("%s", source.reason())
+    for source in missing:
+        if named is None or source.table not in named:
+            log.warning("%s", source.reason())
+    if named is not None:
+        named.update(source.table for source in missing)
     report.missing_bronze = [{"table": m.table, "topic": m.topic, "models_left_out": list(m.models)}
                              for m in missing]
     return missing
@@ -351,7 +352,7 @@ def one_pass(ingest_args: argparse.Namespace, dbt_args: list[str], target: str |
     runner's table services do)."""
     from dbt.cli.main import dbtRunner
 
-    from ingestion.spark import get_session
+    from core.spark import get_session
 
     report = report if report is not None else PassReport()
     run_ingestion = ingestion_cli.make_run(ingest_args)  # raises UsageError before Spark starts
@@ -389,14 +390,15 @@ def one_pass(ingest_args: argparse.Namespace, dbt_args: list[str], target: str |
         # the sources a skipped build would leave out, from the manifest of the last one
         last = _state_dir(state_dir) if (_state_dir(state_dir) / "manifest.json").exists() else \
             selection.target_dir(dbt_args, project_dir)
-        missing = _missing_sources(spark, ingest_args.bronze_schema, last, report, quiet=True)
+        missing = _missing_sources(spark, ingest_args.bronze_schema, last, report, state.named_missing)
         return freshness_step(code, dbt_args, report, _excluded(missing))
     parsed = dbtRunner().invoke(["parse", *_dbt_common_args(dbt_args), *_parse_args(dbt_args)])
     if not parsed.success:
         log.error("dbt parse failed: %s", parsed.exception or "see the dbt log above")
         report.dbt = dbt_section(None, False)
         return EXIT_FAILURE
-    missing = _missing_sources(spark, ingest_args.bronze_schema, selection.target_dir(dbt_args, project_dir), report)
+    missing = _missing_sources(spark, ingest_args.bronze_schema, selection.target_dir(dbt_args, project_dir), report,
+                               state.named_missing)
     if build is not None:
         log.info("dbt build of %s", "every model (a first build)" if build.state is None else
                  "what changed: " + (", ".join(f"bronze.{t}" for t in sorted(build.changed)) or "no bronze table")
@@ -443,11 +445,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             verify_args = verify_cli.build_parser().parse_args(args.verify_arg)
     except SystemExit as exc:
         return int(exc.code or 0)
-    logging.basicConfig(
-        level=logging.DEBUG if ingest_args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    configure_logging(ingest_args.verbose)
     target = None if ingest_args.target == "none" else ingest_args.target
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):

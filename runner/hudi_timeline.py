@@ -15,7 +15,7 @@ from typing import Iterable
 
 from pyspark.sql import SparkSession
 
-from ingestion.naming import IDENTIFIER, validate_identifier
+from core.identifiers import IDENTIFIER, validate_identifier
 
 # Hudi's data-writing actions: a clean, rollback or compaction does not change what a
 # model reads (a compaction's commit is a `commit` on merge-on-read, rare in bronze).

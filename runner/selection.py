@@ -28,7 +28,7 @@ from typing import Any, Iterable, Mapping
 
 from pyspark.sql import SparkSession
 
-from ingestion.naming import validate_identifier
+from core.identifiers import validate_identifier
 from runner import hudi_timeline
 
 log = logging.getLogger(__name__)

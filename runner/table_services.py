@@ -20,8 +20,8 @@ from typing import Any, Sequence
 
 from pyspark.sql import SparkSession
 
-from ingestion.errors import TableNameError
-from ingestion.naming import IDENTIFIER, validate_identifier
+from core.identifiers import IDENTIFIER, validate_identifier
+from core.identifiers import TableNameError
 from runner import hudi_timeline
 from status.collect import BUILD_TABLE, hudi_call
 

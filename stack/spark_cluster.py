@@ -122,7 +122,7 @@ def application_settings(settings: Settings) -> tuple[dict[str, str], dict[str, 
     rendered with the shared metastore, on the cluster's cores, with absolute paths."""
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
-    from ingestion.spark import profile_spark_settings  # needs the venv: PyYAML, Jinja
+    from core.spark import profile_spark_settings  # needs the venv: PyYAML, Jinja
 
     with mock.patch.dict(os.environ, {"CDC_METASTORE": "shared"}):
         rendered = profile_spark_settings("local")

@@ -8,20 +8,15 @@ behind bronze and behind its source, its files, and the table services waiting t
 from __future__ import annotations
 
 import argparse
-import logging
-import sys
 from pathlib import Path
 from typing import Sequence
 
+from core.cli import run_command
+from core.exit_codes import EXIT_FAILURE, EXIT_OK
 from status.collect import collect
 from status.errors import StatusError
 from status.render import render, to_json
 
-log = logging.getLogger("status")
-
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,19 +33,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    try:
-        args = build_parser().parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-                        stream=sys.stderr)
-    from ingestion.spark import get_session
+    return run_command(build_parser(), argv, _run, {StatusError: EXIT_FAILURE}, "status")
 
-    try:
-        statuses = collect(get_session(None if args.target == "none" else args.target), args.schema, args.model)
-    except StatusError as exc:
-        log.error("%s", exc)
-        return EXIT_FAILURE
+
+def _run(args: argparse.Namespace) -> int:
+    from core.spark import get_session
+
+    statuses = collect(get_session(None if args.target == "none" else args.target), args.schema, args.model)
     print(render(statuses), flush=True)
     if args.json:
         args.json.write_text(to_json(statuses))

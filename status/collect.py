@@ -9,8 +9,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from ingestion.errors import TableNameError
-from ingestion.naming import IDENTIFIER, validate_identifier
+from core.identifiers import IDENTIFIER, validate_identifier
+from core.identifiers import TableNameError
 from status.errors import StatusError
 from status.model import TableStatus, age_seconds, newest_instant, pending, seconds_between
 

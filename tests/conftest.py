@@ -107,7 +107,7 @@ def run_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def spark():
-    from ingestion.spark import get_session, jvm_archive, profile_spark_settings
+    from core.spark import get_session, jvm_archive, profile_spark_settings
 
     # The jar list is the profile's (CDC_SPARK_JARS, else its default, relative to the project).
     settings = profile_spark_settings("local")

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from dbt.cli.main import dbtRunner
 
+from core.spark import PROJECT_DIR, get_session
 from ingestion.pipeline import IngestConfig, run as ingest
-from ingestion.spark import PROJECT_DIR, get_session
 from status.collect import MODEL_TABLE_SUFFIXES  # a model's own tables are not listed
 
 

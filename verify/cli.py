@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
-import sys
 from pathlib import Path
 from typing import Sequence
 
+from core.cli import run_command
 from verify.errors import UsageError, VerifyError
 from verify.report import (
     EXIT_BEHIND, EXIT_DIFFERENT, EXIT_ERROR, EXIT_IN_SYNC, EXIT_LOCKED, EXIT_USAGE, Report, render, to_json,
 )
-
-log = logging.getLogger("verify")
 
 EPILOG = f"""\
 source connections (environment only): CDC_PG_HOST, CDC_PG_PORT, CDC_PG_USER, CDC_PG_PASSWORD and
@@ -76,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(spark, args: argparse.Namespace) -> Report:
     """Verify with parsed arguments on `spark`; print the summary, write the JSON."""
-    from ingestion.spark import PROJECT_DIR
+    from core.spark import PROJECT_DIR
     from verify.lake import Options, verify_lake
 
     options = Options(project_dir=args.project_dir or PROJECT_DIR, tables=args.table, silver_schema=args.silver_schema,
@@ -91,29 +88,20 @@ def run(spark, args: argparse.Namespace) -> Report:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    try:
-        args = build_parser().parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    from ingestion.lock import RunLockedError, exclusive
-    from ingestion.spark import get_session
+    from core.lock import RunLockedError
+
+    return run_command(build_parser(), argv, _run,
+                       {RunLockedError: EXIT_LOCKED, UsageError: EXIT_USAGE, VerifyError: EXIT_ERROR}, "verify")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from core.lock import exclusive
+    from core.spark import get_session
     from verify.lake import lock_path
 
-    try:
-        # a build during the comparison would change silver under it
-        with exclusive(lock_path()):
-            # the summary is the output: no console progress bars between its lines
-            spark = get_session(None if args.target == "none" else args.target,
-                                {"spark.ui.showConsoleProgress": "false"})
-            return run(spark, args).exit_code
-    except RunLockedError as exc:
-        log.error("%s", exc)
-        return EXIT_LOCKED
-    except UsageError as exc:
-        log.error("%s", exc)
-        return EXIT_USAGE
-    except VerifyError as exc:
-        log.error("%s", exc)
-        return EXIT_ERROR
+    # a build during the comparison would change silver under it
+    with exclusive(lock_path()):
+        # the summary is the output: no console progress bars between its lines
+        spark = get_session(None if args.target == "none" else args.target,
+                            {"spark.ui.showConsoleProgress": "false"})
+        return run(spark, args).exit_code

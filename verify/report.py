@@ -6,15 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.exit_codes import EXIT_BEHIND, EXIT_DIFFERENT, EXIT_LOCKED, EXIT_USAGE  # noqa: F401
+# verify's names for two shared codes: 0 in sync, 1 a table could not be compared
+from core.exit_codes import EXIT_FAILURE as EXIT_ERROR
+from core.exit_codes import EXIT_OK as EXIT_IN_SYNC
 from verify.compare import CHANGED, DUPLICATE, EXTRA, MISSING, Comparison, KeyDifference
 from verify.positions import AT, Verdict
-
-EXIT_IN_SYNC = 0
-EXIT_ERROR = 1
-EXIT_USAGE = 2
-EXIT_LOCKED = 4  # as the runner's and the ingestion's: another run holds the lakehouse's lock
-EXIT_DIFFERENT = 5
-EXIT_BEHIND = 6
 
 IN_SYNC, DIFFERENT, ERROR = "in sync", "different", "error"
 KINDS = {MISSING: "missing_in_silver", EXTRA: "extra_in_silver", CHANGED: "changed", DUPLICATE: "duplicate_keys"}

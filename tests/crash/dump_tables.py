@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ingestion.spark import get_session
+from core.spark import get_session
 
 
 def main() -> int:

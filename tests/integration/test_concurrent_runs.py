@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from ingestion.lock import RunLockedError
+from core.lock import RunLockedError
 from ingestion.pipeline import IngestConfig, run as ingest
 from tests.support.lakehouse import drop_schemas
 from tests.support.paths import ROOT

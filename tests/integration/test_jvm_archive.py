@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ingestion.spark import jvm_archive
+from core.spark import jvm_archive
 from tools.jvm_archive.__main__ import training_java_options
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # (missing, or made by another Java build or for other jars) refuses to start instead of
 # starting without it.
 START_WITH_ARCHIVE_REQUIRED = """
-from ingestion.spark import get_session, profile_spark_settings
+from core.spark import get_session, profile_spark_settings
 options = profile_spark_settings("local")["spark.driver.extraJavaOptions"] + " -Xshare:on"
 spark = get_session("local", {"spark.driver.extraJavaOptions": options})
 print("rows", spark.range(3).count())
@@ -33,4 +33,14 @@ def test_a_driver_starts_from_the_archive_setup_built(tmp_path: Path) -> None:
 
 def test_the_training_run_writes_the_archive_instead_of_reading_one() -> None:
     options = training_java_options("-Da=b -XX:SharedArchiveFile=/x/old.jsa -Dc=d", Path("/y/new.jsa.partial"))
-    assert options == "-Da=b -Dc=d -XX:ArchiveClassesAtExit=/y/new.jsa.partial"
+    assert options == "-Da=b -Dc=d -XX:ArchiveClassesAtExit=/y/new.jsa.partial -Xlog:cds=error"
+
+
+def test_the_setup_log_of_the_training_run_is_clean() -> None:
+    """`make setup`'s training run logs what it did, not a traceback of its JVM's exit nor
+    a warning per class left out of the archive."""
+    log = ROOT / "build" / "jvm-archive.log"
+    assert log.is_file(), f"{log} is missing: `make setup` writes it when it builds the archive"
+    text = log.read_text()
+    assert "Traceback" not in text and "[warning][cds]" not in text, text[-3000:]
+    assert "wrote " in text, text[-3000:]

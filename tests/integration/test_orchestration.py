@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from ingestion.lock import exclusive
+from core.lock import exclusive
 from tests.support import oracle
 from tests.support.paths import ROOT, require_pagila
 from tools.sample_data import DEFAULT_SEED, generate

@@ -165,7 +165,7 @@ def test_ingestion_and_two_dbt_runs_at_once_on_one_lakehouse(shared_metastore, r
     # A killed build's lock (begun long ago) is taken over; a build that fails holding a
     # lock releases it at the end of its invocation. Else the last run below would stop.
     stale = "create table silver.film__cdc_lock_20200101000000_0badbeef (build string) using parquet"
-    plant = [PYTHON, "-c", f"from ingestion.spark import get_session; get_session('local').sql({stale!r})"]
+    plant = [PYTHON, "-c", f"from core.spark import get_session; get_session('local').sql({stale!r})"]
     finish(start(plant, env, logs / "plant.log"), logs / "plant.log")
     failing = start([arg for arg in dbt_run if arg != "film"] + ["--vars", json.dumps({"cdc_bronze_schema": "no_such"})],
                     env, logs / "failing.log")

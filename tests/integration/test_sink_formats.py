@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from core.spark import session_settings
 from ingestion.pipeline import IngestConfig, run as ingest
-from ingestion.spark import session_settings
 from ingestion.transform import BRONZE_COLUMNS
 from tests.integration.test_column_types import COLUMNS, EPOCH, debezium, micros, row
 from tests.support.lakehouse import MODEL_TABLE_SUFFIXES, dbt_invoke, drop_schemas, drop_tables

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from core.spark import session_settings
 from ingestion.pipeline import IngestConfig, run as ingest
-from ingestion.spark import session_settings
 from runner import hudi_timeline, table_services
 from tests.support import oracle
 from tests.support.lakehouse import PROJECT_SCHEMAS, dbt_invoke, drop_schemas

@@ -49,7 +49,7 @@ import pytest
 
 from benchmarks import freshness
 from benchmarks.measure import descendants, name_and_hwm
-from ingestion.lock import exclusive
+from core.lock import exclusive
 from tests.support.compare import diff
 from tests.support.paths import ROOT
 

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from ingestion.errors import SourcesFileError, TableNameError
-from ingestion.naming import ParsedFileName, parse_file_name, quote, table_collisions, table_for_topic
+from core.identifiers import TableNameError
+from core.identifiers import quote
+from ingestion.errors import SourcesFileError
+from ingestion.naming import ParsedFileName, parse_file_name, table_collisions, table_for_topic
 from ingestion.sources import load_primary_keys
 
 

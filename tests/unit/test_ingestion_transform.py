@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from core.spark import session_settings
 from ingestion import extract, transform
-from ingestion.spark import session_settings
 
 
 def expected_lines(content: bytes) -> list[tuple[int, str, bool]]:

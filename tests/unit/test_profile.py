@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from ingestion.spark import PROFILES_FILE, ProfileError, check_metastore, profile_spark_settings
+from core.spark import PROFILES_FILE, ProfileError, check_metastore, profile_spark_settings
 from tests.support.paths import ROOT
 
 OPTIONS = "spark.driver.extraJavaOptions"

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-import ingestion.spark
+import core.spark
 from runner import cli, table_services
 from runner.report import PassReport
 from verify import cli as verify_cli
@@ -23,7 +23,7 @@ PASSES = {cli.EXIT_OK: True, cli.EXIT_QUARANTINED: True, cli.EXIT_STALE: True,
 @pytest.fixture
 def calls(monkeypatch) -> list[str]:
     made: list[str] = []
-    monkeypatch.setattr(ingestion.spark, "get_session", lambda target=None: object())
+    monkeypatch.setattr(core.spark, "get_session", lambda target=None: object())
     return made
 
 

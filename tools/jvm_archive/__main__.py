@@ -19,6 +19,7 @@ jars or the Python packages change.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import re
 import sys
@@ -27,7 +28,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from ingestion.spark import PROJECT_DIR, get_session, jvm_archive, profile_spark_settings
+from core.spark import PROJECT_DIR, get_session, jvm_archive, profile_spark_settings
 
 EXTRA_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 SHARED_ARCHIVE_OPTION = re.compile(r"\s*-XX:SharedArchiveFile=\S*")
@@ -40,7 +41,10 @@ class ArchiveError(RuntimeError):
 def training_java_options(profile_options: str, archive: Path) -> str:
     """The profile's driver options without its SharedArchiveFile (the archive is being
     made), with the option that writes `archive` when the JVM exits."""
-    return f"{SHARED_ARCHIVE_OPTION.sub('', profile_options).strip()} -XX:ArchiveClassesAtExit={archive}"
+    # -Xlog:cds=error: the JVM names each class it leaves out of the archive (old class
+    # files, signed jars) at warning level, thousands of lines that need no action
+    return (f"{SHARED_ARCHIVE_OPTION.sub('', profile_options).strip()} -XX:ArchiveClassesAtExit={archive} "
+            "-Xlog:cds=error")
 
 
 def _workload(spark: SparkSession, work: Path) -> None:
@@ -91,10 +95,14 @@ def main(argv: list[str] | None = None) -> int:
         _workload(spark, work)
         spark.stop()
         # The JVM writes the archive when it exits: end it, then wait for it to finish.
+        # The call never answers (the JVM is gone): py4j's traceback for that says nothing.
+        logging.disable(logging.CRITICAL)
         try:
             gateway.jvm.java.lang.System.exit(0)
-        except Exception:  # noqa: BLE001 - the call never answers: the JVM is gone
+        except Exception:  # noqa: BLE001 - expected, see above
             pass
+        finally:
+            logging.disable(logging.NOTSET)
         gateway.proc.wait(timeout=300)
     if not partial.is_file() or partial.stat().st_size == 0:
         raise ArchiveError(f"the training JVM exited without writing {partial} (run with its output to see why)")

@@ -75,7 +75,7 @@ def read_all_spark(offsets: dict[tuple[str, int], int]) -> dict[str, list[dict[s
     jars the project profile lists."""
     from pyspark.sql import SparkSession
 
-    from ingestion.spark import profile_spark_settings
+    from core.spark import profile_spark_settings
     from stack.settings import REPO, load_settings
 
     jars = [REPO / jar for jar in profile_spark_settings("local")["spark.jars"].split(",")]

@@ -31,7 +31,7 @@ def main() -> None:
     args = parser.parse_args()
     os.environ["CDC_LAKEHOUSE_DIR"] = args.lakehouse
 
-    from ingestion.spark import get_session  # after CDC_LAKEHOUSE_DIR: the profile reads it
+    from core.spark import get_session  # after CDC_LAKEHOUSE_DIR: the profile reads it
 
     size = "1000" if args.cache == "on" else "0"  # 1000 is Spark's default
     spark = get_session("local", {"spark.sql.filesourceTableRelationCacheSize": size,

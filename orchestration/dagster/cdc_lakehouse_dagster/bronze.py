@@ -22,12 +22,13 @@ from dagster import (
 )
 from dagster_dbt import DagsterDbtTranslator
 
+from core.exit_codes import EXIT_FAILURE, EXIT_LOCKED, EXIT_OK, EXIT_QUARANTINED, EXIT_USAGE
+
 from cdc_lakehouse_dagster.settings import PROJECT_DIR, SPARK_POOL, lakehouse_lock
 
 BRONZE_SOURCE = "bronze"  # the dbt source the ingestion writes (models/silver/_silver__sources.yml)
-EXIT_MEANINGS = {1: "failed (nothing after the failing step was written; rerun is safe)", 2: "usage error",
-                 4: "another ingestion is landing into the same bronze schema"}
-EXIT_QUARANTINED = 3
+EXIT_MEANINGS = {EXIT_FAILURE: "failed (nothing after the failing step was written; rerun is safe)",
+                 EXIT_USAGE: "usage error", EXIT_LOCKED: "another ingestion is landing into the same bronze schema"}
 OUTPUT_TAIL = 60  # lines of the ingestion's output a failure shows
 
 
@@ -143,7 +144,7 @@ def build_bronze_assets(manifest: Mapping[str, Any], translator: DagsterDbtTrans
         command = ingestion.arguments(topics)
         with lakehouse_lock():
             code, output = run_ingestion(context, command)
-        if code not in (0, EXIT_QUARANTINED):
+        if code not in (EXIT_OK, EXIT_QUARANTINED):
             tail = "\n".join(output.splitlines()[-OUTPUT_TAIL:])
             raise Failure(description=f"the ingestion exited {code}: {EXIT_MEANINGS.get(code, 'failed')}",
                           metadata={"exit_code": code, "output": MetadataValue.md(f"```\n{tail}\n```")})

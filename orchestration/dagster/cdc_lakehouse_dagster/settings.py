@@ -74,7 +74,7 @@ def lakehouse_lock() -> Iterator[None]:
     if not embedded_metastore():
         yield
         return
-    from ingestion.lock import RunLockedError, exclusive
+    from core.lock import RunLockedError, exclusive
 
     try:
         with exclusive(lakehouse_dir() / "run.lock"):

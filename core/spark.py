@@ -95,9 +95,15 @@ def get_session(target: str | None = "local", overrides: Mapping[str, str] | Non
         check_metastore()
     settings = profile_spark_settings(target) if target else {}
     settings.update(overrides or {})
+    # Spark's launcher drops (with a warning each) settings not named spark.*; Hudi's
+    # are SQL settings, which it reads from the session's conf.
     for key, value in settings.items():
-        builder = builder.config(key, value)
+        if key.startswith("spark."):
+            builder = builder.config(key, value)
     session = builder.enableHiveSupport().getOrCreate()
+    for key, value in settings.items():
+        if not key.startswith("spark."):
+            session.conf.set(key, value)
     session.sparkContext.setLogLevel(os.environ.get("CDC_SPARK_LOG_LEVEL", "ERROR"))
     return session
 
