@@ -39,7 +39,9 @@ ARTIFACTS = ("manifest.json", "run_results.json")
 # The project's files whose change can change what a build does: dbt sees them too
 # (state:modified), but comparing their bytes lets a pass with nothing to do skip dbt.
 PROJECT_FILES = ("dbt_project.yml", "selectors.yml", "packages.yml")
-PROJECT_FOLDERS = ("models", "macros", "seeds", "snapshots", "tests", "analyses")
+# dbt_project.yml's folder settings and dbt's defaults for them
+PROJECT_FOLDERS = {"model-paths": ["models"], "macro-paths": ["macros"], "seed-paths": ["seeds"],
+                   "snapshot-paths": ["snapshots"], "test-paths": ["tests"], "analysis-paths": ["analyses"]}
 # dbt statuses of a node that did not do its job: it and what depends on it run again.
 NOT_DONE = ("error", "fail", "skipped", "runtime error")
 # The nodes a build runs (a unit test is left out of scheduled passes; exposures and
@@ -99,11 +101,20 @@ def save_state(directory: Path, state: BuildState, target_dir: Path | None) -> N
     _replace(directory / STATE_FILE, json.dumps(state.as_dict(), indent=2) + "\n")
 
 
+def project_folders(project_dir: Path) -> list[str]:
+    """The folders dbt reads the project from, as dbt_project.yml names them (a
+    `test-paths: []` leaves out `tests/`, which may then be anything else)."""
+    import yaml
+
+    project = yaml.safe_load((project_dir / "dbt_project.yml").read_text()) or {}
+    return sorted({folder for key, default in PROJECT_FOLDERS.items() for folder in project.get(key, default) or []})
+
+
 def project_fingerprint(project_dir: Path) -> str:
     """A digest of the dbt project's files (names and bytes) that can change a build."""
     digest = hashlib.sha256()
     paths = [project_dir / name for name in PROJECT_FILES if (project_dir / name).is_file()]
-    for folder in PROJECT_FOLDERS:
+    for folder in project_folders(project_dir):
         if (project_dir / folder).is_dir():
             paths.extend(sorted(p for p in (project_dir / folder).rglob("*") if p.is_file()))
     for path in paths:

@@ -71,6 +71,46 @@ def test_fingerprint_changes_with_a_model_file_and_not_with_target(tmp_path: Pat
     assert selection.project_fingerprint(tmp_path) != before
 
 
+def test_fingerprint_reads_the_folders_dbt_project_yml_names(tmp_path: Path) -> None:
+    """`test-paths: []` (this project's): a change in `tests/`, here pytest's folder, is
+    not a change of the dbt project; `model-paths` moves where models are read from."""
+    (tmp_path / "dbt_project.yml").write_text("name: p\nmodel-paths: [dbt_models]\ntest-paths: []\n")
+    for folder, name in (("dbt_models", "a.sql"), ("models", "b.sql"), ("tests", "test_x.py")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / name).write_text("select 1 as x")
+    before = selection.project_fingerprint(tmp_path)
+    (tmp_path / "tests" / "test_x.py").write_text("assert True")
+    (tmp_path / "models" / "b.sql").write_text("select 2 as x")
+    assert selection.project_fingerprint(tmp_path) == before
+    (tmp_path / "dbt_models" / "a.sql").write_text("select 2 as x")
+    assert selection.project_fingerprint(tmp_path) != before
+
+
+def test_missing_sources_are_the_bronze_tables_a_model_reads_that_do_not_exist() -> None:
+    manifest = {**MANIFEST,
+                "sources": {**MANIFEST["sources"],
+                            SRC + "a": {"identifier": "t_a", "schema": "bronze", "meta": {"topic": "db.s.a"}},
+                            SRC + "c": {"identifier": "t_c", "schema": "bronze"}},
+                "nodes": {"model.p.a": {"schema": "silver", "alias": "a", "name": "a"},
+                          "model.p.b": {"schema": "silver", "alias": None, "name": "b"},
+                          "model.p.g": {"schema": "gold", "alias": "g", "name": "g"},
+                          "test.p.not_null_a": {"schema": "silver", "alias": "x", "name": "x"}}}
+    # t_b exists; t_c has no model; t_x is not a bronze source
+    missing = selection.missing_sources(manifest, "bronze", {"t_b"})
+    assert missing == [selection.MissingSource("t_a", "db.s.a", "bronze.a", ("gold.g", "silver.a"))]
+    assert missing[0].exclude == "source:bronze.a+"
+    assert missing[0].reason() == ("bronze.t_a does not exist yet (land topic db.s.a): left out of this build: "
+                                   "gold.g, silver.a")
+    assert selection.missing_sources(manifest, "bronze", {"t_a", "t_b"}) == []
+
+
+def test_settled_leaves_aside_the_nodes_below_a_missing_table() -> None:
+    # g reads a and b; a's table is missing, so the build excluded a, its test and g
+    statuses = {"model.p.b": "success"}
+    assert selection.settled({"t_b"}, SOURCES, MANIFEST, statuses) == set()
+    assert selection.settled({"t_b"}, SOURCES, MANIFEST, statuses, left_out=["t_a"]) == {"t_b"}
+
+
 def test_target_dir_is_found_as_dbt_finds_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "dbt_project.yml").write_text("name: p\ntarget-path: out\n")
     monkeypatch.delenv("DBT_TARGET_PATH", raising=False)
