@@ -22,7 +22,7 @@ MODEL_TABLE_SUFFIXES = (STATE_SUFFIX, STATE_SUFFIX + "_ro", STATE_SUFFIX + "_rt"
 # Tables next to silver's that are not a model's own: Hudi's read-optimized and real-time
 # views of a merge-on-read table, and the rejected events.
 NOT_MODELS = ("_ro", "_rt", "__cdc_rejected")
-# A build's short-lived lock entries and work tables (macros/materializations/concurrent_builds.sql):
+# A build's short-lived lock entries and work tables (macros/materializations/helpers/concurrent_builds.sql):
 # parquet, and they may vanish while listed.
 BUILD_TABLE = re.compile(r"__cdc_lock_\d{14}_[0-9a-f]{8}$|__cdc_(batch|actions)$|__hudi_(window|changes)$")
 TIMELINE_LIMIT = 200

@@ -37,10 +37,7 @@
     {{ run_hooks(pre_hooks) }}
 
     {%- if not state.full_refresh and cdc_bronze_unchanged_since(watermark) -%}
-        {%- call noop_statement('main', 'no new bronze commits', 'OK') -%}{%- endcall -%}
-        {{ run_hooks(post_hooks) }}
-        {%- do cdc_unlock_build(target_relation) -%}
-        {{ return({'relations': [target_relation]}) }}
+        {{ return(cdc_end_build(target_relation, 'no new bronze commits', [target_relation], wrote=false)) }}
     {%- endif -%}
 
     {%- set batch_sql = cdc_model_batch_sql(sql, cdc_history_stages(cdc_source_relation(),
@@ -61,12 +58,7 @@
     {%- do cdc_finish_build(target_relation, target_relation, batch, primary_key, state.full_refresh, resets,
         properties.get('cdc.resets')) -%}
 
-    {%- call noop_statement('main', result, 'OK') -%}{%- endcall -%}
-
-    {{ run_hooks(post_hooks) }}
-    {%- do persist_docs(target_relation, model) -%}
-    {%- do cdc_unlock_build(target_relation) -%}
-    {{ return({'relations': [target_relation]}) }}
+    {{ return(cdc_end_build(target_relation, result, [target_relation])) }}
 {% endmaterialization %}
 
 

@@ -35,10 +35,7 @@
     {{ run_hooks(pre_hooks) }}
 
     {%- if not plan.full_refresh and plan.window | length == 0 -%}
-        {%- call noop_statement('main', 'no new silver commits', 'OK') -%}{%- endcall -%}
-        {{ run_hooks(post_hooks) }}
-        {%- do cdc_unlock_build(target_relation) -%}
-        {{ return({'relations': [target_relation]}) }}
+        {{ return(cdc_end_build(target_relation, 'no new silver commits', [target_relation], wrote=false)) }}
     {%- endif -%}
 
     {%- set columns = hudi_incremental_source_columns(source) -%}
@@ -51,10 +48,5 @@
             unique_key, plan) -%}
     {%- endif -%}
 
-    {%- call noop_statement('main', result, 'OK') -%}{%- endcall -%}
-
-    {{ run_hooks(post_hooks) }}
-    {%- do persist_docs(target_relation, model) -%}
-    {%- do cdc_unlock_build(target_relation) -%}
-    {{ return({'relations': [target_relation]}) }}
+    {{ return(cdc_end_build(target_relation, result, [target_relation])) }}
 {% endmaterialization %}
