@@ -7,9 +7,11 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence, TypeVar
 
 from core.exit_codes import EXIT_FAILURE
+
+Number = TypeVar("Number", int, float)
 
 # Libraries whose INFO lines say nothing about what a run did (py4j's per-connection
 # callback server messages): they log at WARNING and above only.
@@ -51,3 +53,21 @@ def run_command(parser: argparse.ArgumentParser, argv: Sequence[str] | None,
     except Exception:  # noqa: BLE001 - report any crash as exit 1 with its traceback
         logging.getLogger(what).exception("%s failed", what)
         return EXIT_FAILURE
+
+
+def number(kind: Callable[[str], Number], minimum: Number | None = None,
+           above: Number | None = None) -> Callable[[str], Number]:
+    """An argparse type: `kind(text)` (int or float), refused unless at least `minimum`
+    or more than `above`, with a message that says which."""
+    def parse(text: str) -> Number:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a {'whole ' if kind is int else ''}number") from None
+        if above is not None and value <= above:
+            raise argparse.ArgumentTypeError(f"must be more than {above}, got {text}")
+        if minimum is not None and value < minimum:
+            raise argparse.ArgumentTypeError(f"must be {minimum} or more, got {value}")
+        return value
+    return parse

@@ -25,9 +25,9 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
-from core.cli import configure_logging
+from core.cli import configure_logging, number
 from core.exit_codes import (EXIT_BEHIND, EXIT_DIFFERENT, EXIT_FAILURE, EXIT_LOCKED, EXIT_OK, EXIT_QUARANTINED,
                               EXIT_STALE, EXIT_USAGE)
 from core.lock import RunLockedError, exclusive
@@ -52,19 +52,6 @@ OUTCOMES = {EXIT_OK: "ok", EXIT_FAILURE: "failed", EXIT_USAGE: "usage error", EX
             EXIT_BEHIND: "silver behind the source", EXIT_STALE: "a source is stale"}
 
 
-def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:
-    """An argparse type: `kind(text)`, refused unless more than 0."""
-    def parse(text: str) -> float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
-        return value
-    return parse
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m runner",
@@ -76,10 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     when = parser.add_mutually_exclusive_group(required=True)
     when.add_argument("--once", action="store_true", help="one pass, then exit (for cron / orchestrators)")
-    when.add_argument("--every", type=_positive(float), metavar="SECONDS",
+    when.add_argument("--every", type=number(float, above=0), metavar="SECONDS",
                       help="a pass, then SECONDS of rest, again until stopped")
     parser.add_argument(
-        "--max-failures", type=_positive(int), default=3, metavar="N",
+        "--max-failures", type=number(int, above=0), default=3, metavar="N",
         help="with --every: stop after N failed passes in a row (default 3)",
     )
     parser.add_argument(
@@ -113,17 +100,17 @@ def build_parser() -> argparse.ArgumentParser:
              "(docs/how-to/schedule-table-services.md)",
     )
     parser.add_argument(
-        "--table-services-every", type=_positive(float), default=3600.0, metavar="SECONDS",
+        "--table-services-every", type=number(float, above=0), default=3600.0, metavar="SECONDS",
         help="with --table-services and --every: at most once per SECONDS (default 3600); --once runs them every pass",
     )
     parser.add_argument(
-        "--compaction-budget", type=_positive(float), default=60.0, metavar="SECONDS",
+        "--compaction-budget", type=number(float, above=0), default=60.0, metavar="SECONDS",
         help="with --table-services: the builds never compact; after each pass the runner compacts the "
              f"merge-on-read tables with {table_services.COMPACT_AFTER} or more delta commits since their last "
              "compaction, starting none after SECONDS (default 60); the rest wait for the next pass",
     )
     parser.add_argument(
-        "--retain-commits", type=_positive(int), default=table_services.DEFAULT_RETAIN_COMMITS, metavar="N",
+        "--retain-commits", type=number(int, above=0), default=table_services.DEFAULT_RETAIN_COMMITS, metavar="N",
         help="with --table-services: the commits each table keeps, hence how far back time travel and "
              f"incremental reads reach (default {table_services.DEFAULT_RETAIN_COMMITS}, Hudi's own)",
     )

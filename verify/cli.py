@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-from core.cli import run_command
+from core.cli import number, run_command
 from verify.errors import UsageError, VerifyError
 from verify.report import (
     EXIT_BEHIND, EXIT_DIFFERENT, EXIT_ERROR, EXIT_IN_SYNC, EXIT_LOCKED, EXIT_USAGE, Report, render, to_json,
@@ -29,18 +29,6 @@ exit codes:
 """
 
 
-def _at_least(minimum: int):
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be {minimum} or more, got {value}")
-        return value
-    return parse
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m verify",
@@ -53,11 +41,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", metavar="PATH", type=Path, help="also write the findings as JSON to PATH")
     parser.add_argument("--show-values", action="store_true",
                         help="print the differing values too (off by default: they are the source's data)")
-    parser.add_argument("--ranges", type=_at_least(2), default=16, metavar="N",
+    parser.add_argument("--ranges", type=number(int, minimum=2), default=16, metavar="N",
                         help="how many key ranges a differing range is split into (default 16)")
-    parser.add_argument("--leaf-rows", type=_at_least(1), default=256, metavar="N",
+    parser.add_argument("--leaf-rows", type=number(int, minimum=1), default=256, metavar="N",
                         help="fetch and diff the rows of a differing range once it holds at most N rows (default 256)")
-    parser.add_argument("--max-rows", type=_at_least(1), default=20_000, metavar="N",
+    parser.add_argument("--max-rows", type=number(int, minimum=1), default=20_000, metavar="N",
                         help="fetch at most N rows per table; further differing ranges are only counted "
                              "(default 20000)")
     parser.add_argument("--silver-schema", default="silver", help="schema of the silver models (default: silver)")
