@@ -7,7 +7,7 @@ from JSON and from Avro can be timed on the same events.
 Needs the JsonConverter schema in every record (`--wrapped`) and no tombstones (the
 flattened shape has none; Avro files cannot hold a null value). Each `.json` file
 becomes the `.avro` file of the same start offset, its records under the Avro schema
-AvroData derives from their Connect schema (tests/support/sink_formats.py).
+AvroData derives from their Connect schema (testdata/sink_formats.py).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from tests.support.sink_formats import write_avro
+from testdata.sink_formats import write_avro
 
 
 def convert(source: Path, out: Path, codec: str) -> int:

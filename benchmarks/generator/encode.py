@@ -4,7 +4,7 @@ the JsonConverter, in both shapes.
 
 Built by string formatting, not json.dumps of nested dicts: at 10M events that is the
 difference between minutes and a quarter of an hour. tests/unit/test_bench_generator.py
-checks every shape against tools.sample_data.debezium's dict builders.
+checks every shape against testdata.debezium's dict builders.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import json
 
-from tools.sample_data import debezium
+from testdata import debezium
 
 from .stream import COLUMNS, DATABASE, NOT_NULL, PG_SCHEMA, PRIMARY_KEY, SERVER, TABLE, TOPIC, Event, row_values
 

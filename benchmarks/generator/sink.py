@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterator, NamedTuple, Sequence, TextIO
 
-from tools.sample_data.debezium import murmur2
+from testdata.debezium import murmur2
 
 from .encode import ENVELOPE, SHAPES, key_json, record_lines, schema_json
 from .stream import TOPIC, StreamConfig, events

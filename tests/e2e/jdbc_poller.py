@@ -17,7 +17,7 @@ from decimal import Decimal
 import psycopg
 from confluent_kafka import Producer
 
-from tools.sample_data.debezium import decimal_bytes
+from testdata.debezium import decimal_bytes
 
 TOPIC = "query.northwind.products"
 # The connector's query in timestamp mode: rows past the last time seen, oldest first.

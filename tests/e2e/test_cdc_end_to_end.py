@@ -42,7 +42,7 @@ from ingestion.naming import table_for_topic
 from tests.e2e import workloads
 from tests.e2e.conftest import AVRO_PAGILA_TABLES
 from tests.e2e.jdbc_poller import Poller
-from tools.sample_data.debezium import decimal_bytes
+from testdata.debezium import decimal_bytes
 from tests.support.compare import diff
 from tests.support.lakehouse import dbt, silver_rows
 from tests.support.paths import ROOT

@@ -316,7 +316,7 @@ def test_apicurio_header_mode_lands(spark, cdc_stack, run_dir, evo):
     snapshot of the table and a later update land with the same --value-format avro, each
     bronze row equal to the table read back from PostgreSQL."""
     import stack
-    from tools.sample_data.debezium import decimal_bytes
+    from testdata.debezium import decimal_bytes
 
     snapshot = source_rows(cdc_stack)
     stack.register("evo-avro-headers", template="pagila-avro", overrides={

@@ -19,7 +19,7 @@ from ingestion.pipeline import IngestConfig, run as ingest
 from tests.support import oracle
 from tests.support.lakehouse import dbt_invoke, project_copy, silver_rows
 from tests.support.paths import ROOT
-from tests.support.sink_formats import write_recorded_json
+from testdata.sink_formats import write_recorded_json
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("empty_project_schemas")]
 

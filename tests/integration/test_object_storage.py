@@ -21,7 +21,7 @@ from stack.s3 import S3Server
 from stack.settings import load_settings, ports_above_defaults
 from tests.support import oracle
 from tests.support.compare import diff
-from tests.support.sink_formats import write_recorded_json
+from testdata.sink_formats import write_recorded_json
 
 pytestmark = pytest.mark.integration
 

@@ -25,7 +25,7 @@ from onboarding import cli, schemas
 from tests.support import oracle
 from tests.support.lakehouse import dbt_invoke, project_copy, silver_rows
 from tests.support.paths import ROOT
-from tests.support.sink_formats import recorded_values, write_avro, write_parquet, write_recorded_json
+from testdata.sink_formats import recorded_values, write_avro, write_parquet, write_recorded_json
 from tests.unit.test_onboarding import assert_matches_hand_written, hand_written_keys
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("empty_project_schemas")]

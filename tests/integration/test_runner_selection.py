@@ -31,7 +31,7 @@ from tests.integration.test_dbt_state_and_retry import (assert_address_locations
                                                         with_column_type)
 from tests.support.lakehouse import pruned_project
 from tests.support.paths import ROOT
-from tests.support.sink_formats import write_recorded_json
+from testdata.sink_formats import write_recorded_json
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("empty_project_schemas")]
 

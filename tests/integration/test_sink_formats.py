@@ -5,7 +5,7 @@ The events are real Debezium output (tests/fixtures/debezium, recorded with
 JsonConverter, schemas on) and a typed table carrying every Debezium semantic type. The
 JSON files hold the recorded values as JsonConverter wrote them; the Avro and Parquet
 files hold the same records under the Avro schema AvroData derives from the recorded
-Connect schema (tests/support/sink_formats.py), as the sink's formats store them."""
+Connect schema (testdata/sink_formats.py), as the sink's formats store them."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from ingestion.transform import BRONZE_COLUMNS
 from tests.integration.test_column_types import COLUMNS, EPOCH, debezium, micros, row
 from tests.support.lakehouse import MODEL_TABLE_SUFFIXES, dbt_invoke, drop_schemas, drop_tables
 from tests.support.paths import ROOT
-from tests.support.sink_formats import recorded_avro, recorded_values, write_avro, write_avro_bodies, write_parquet
+from testdata.sink_formats import recorded_avro, recorded_values, write_avro, write_avro_bodies, write_parquet
 
 pytestmark = pytest.mark.integration
 

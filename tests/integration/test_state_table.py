@@ -21,7 +21,7 @@ from ingestion.pipeline import IngestConfig, run as ingest
 from tests.support import oracle
 from tests.support.lakehouse import MODEL_TABLE_SUFFIXES, dbt, dbt_invoke, drop_schemas, drop_tables, silver_rows
 from tests.support.paths import ROOT
-from tests.support.sink_formats import write_recorded_json
+from testdata.sink_formats import write_recorded_json
 
 pytestmark = pytest.mark.integration
 

@@ -23,7 +23,7 @@ from status.render import render, to_json
 from tests.support import oracle
 from tests.support.lakehouse import dbt_invoke
 from tests.support.paths import ROOT
-from tests.support.sink_formats import write_recorded_json
+from testdata.sink_formats import write_recorded_json
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("empty_project_schemas")]
 

@@ -22,7 +22,7 @@ from runner import hudi_timeline, table_services
 from tests.support import oracle
 from tests.support.lakehouse import PROJECT_SCHEMAS, dbt_invoke, drop_schemas
 from tests.support.paths import ROOT
-from tests.support.sink_formats import write_recorded_json
+from testdata.sink_formats import write_recorded_json
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("empty_project_schemas")]
 

@@ -14,11 +14,11 @@ import pytest
 from benchmarks.generator import Layout, StreamConfig, write_segments
 from benchmarks.generator import encode, stream
 from benchmarks.generator.sink import partition_of
-from tools.sample_data import debezium
+from testdata import debezium
 
 
 def _reference_event(ev: stream.Event, row_bytes: int) -> dict:
-    """The event in the shape tools.sample_data.debezium.record_value takes."""
+    """The event in the shape testdata.debezium.record_value takes."""
     values = stream.row_values(ev.key, ev.version, row_bytes)
     row = dict(zip(stream.COLUMNS, values))
     row["amount"] = Decimal(row["amount"]) / 100

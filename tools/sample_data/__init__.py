@@ -16,8 +16,10 @@ import json
 import shutil
 from pathlib import Path
 
-from . import debezium, mariadb, outbox, pagila, polled, workload
-from .debezium import ENVELOPE, FLATTENED
+from testdata import debezium
+from testdata.debezium import ENVELOPE, FLATTENED
+
+from . import mariadb, outbox, pagila, polled, workload
 
 # rows as a polling (query-based) source sends them: only the columns
 POLLED = "polled"

@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 from datetime import datetime, timedelta
 
-from .debezium import CONNECTOR_VERSION
+from testdata.debezium import CONNECTOR_VERSION
 
 SERVER_NAME = "mariadb"
 DB_NAME = "movies_db"

@@ -18,7 +18,7 @@ import json
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
-from .debezium import CONNECTOR_VERSION, zoned_timestamp
+from testdata.debezium import CONNECTOR_VERSION, zoned_timestamp
 
 SERVER_NAME = "outbox"
 DB_NAME = "pagila"

@@ -15,7 +15,7 @@ import copy
 from datetime import datetime, timedelta
 from decimal import Decimal
 
-from .debezium import decimal_bytes
+from testdata.debezium import decimal_bytes
 
 TABLE = "products"
 TOPIC = "query.northwind.products"
