@@ -59,7 +59,7 @@ def number(kind: Callable[[str], Number], minimum: Number | None = None,
            above: Number | None = None) -> Callable[[str], Number]:
     """An argparse type: `kind(text)` (int or float), refused unless at least `minimum`
     or more than `above`, with a message that says which."""
-    def parse(text: str) -> Number:
+    def convert(text: str) -> Number:
         try:
             value = kind(text)
         except ValueError:
@@ -70,4 +70,4 @@ def number(kind: Callable[[str], Number], minimum: Number | None = None,
         if minimum is not None and value < minimum:
             raise argparse.ArgumentTypeError(f"must be {minimum} or more, got {value}")
         return value
-    return parse
+    return convert

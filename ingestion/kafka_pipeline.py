@@ -21,6 +21,7 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 
 from core.identifiers import qualified
+from core.spark import session_settings
 from ingestion import avro_wire, kafka_source, load, transform
 from ingestion.errors import SchemaRegistryError
 from ingestion.pipeline import (
@@ -35,7 +36,6 @@ from ingestion.pipeline import (
     default_sources_yml,
     validate_bronze_schema,
 )
-from core.spark import session_settings
 from ingestion.registry import SchemaRegistryClient
 from ingestion.sources import load_primary_keys
 

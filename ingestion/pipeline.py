@@ -22,8 +22,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from core.identifiers import TableNameError
-from core.identifiers import validate_identifier
+from core.identifiers import TableNameError, validate_identifier
 from core.spark import session_settings
 from ingestion import extract, load, naming, transform
 from ingestion.errors import UsageError

@@ -18,8 +18,7 @@ from typing import Any
 
 import yaml
 
-from core.identifiers import TableNameError
-from core.identifiers import validate_identifier
+from core.identifiers import TableNameError, validate_identifier
 from ingestion.naming import table_for_topic
 from ingestion.sources import BRONZE_SOURCE, COLUMN_NAME
 from onboarding.errors import OnboardingError, UnsafeNameError

@@ -33,7 +33,7 @@ from core.exit_codes import (EXIT_BEHIND, EXIT_DIFFERENT, EXIT_FAILURE, EXIT_LOC
 from core.lock import RunLockedError, exclusive
 from ingestion import cli as ingestion_cli
 from ingestion.errors import IngestionError, UsageError
-from runner import selection, table_services
+from runner import hudi_timeline, selection, table_services
 from runner.report import PassReport, dbt_section, freshness_section, ingestion_section, utc_now
 from runner.report import write as write_report
 
@@ -282,12 +282,14 @@ def _parse_args(dbt_args: list[str]) -> list[str]:
 
 
 def _missing_sources(spark: SparkSession, schema: str, target: Path, report: PassReport,
-                     named: set[str] | None = None) -> list[selection.MissingSource]:
+                     named: set[str] | None = None,
+                     build: selection.Plan | None = None) -> list[selection.MissingSource]:
     """The bronze sources (of the manifest in `target`) whose table does not exist yet,
     reported and logged with the topic to land and the models left out, unless in
-    `named` (the tables this process named already, which it extends)."""
-    missing = selection.missing_sources(selection.read_manifest(target), schema,
-                                        selection.catalog_tables(spark, schema))
+    `named` (the tables this process named already, which it extends). The catalog
+    listing is the `build` plan's when there is one."""
+    tables = build.tables if build is not None else hudi_timeline.catalog_tables(spark, schema)
+    missing = selection.missing_sources(selection.read_manifest(target), schema, tables)
     for source in missing:
         if named is None or source.table not in named:
             log.warning("%s", source.reason())
@@ -377,7 +379,7 @@ def one_pass(ingest_args: argparse.Namespace, dbt_args: list[str], target: str |
         # the sources a skipped build would leave out, from the manifest of the last one
         last = _state_dir(state_dir) if (_state_dir(state_dir) / "manifest.json").exists() else \
             selection.target_dir(dbt_args, project_dir)
-        missing = _missing_sources(spark, ingest_args.bronze_schema, last, report, state.named_missing)
+        missing = _missing_sources(spark, ingest_args.bronze_schema, last, report, state.named_missing, build)
         return freshness_step(code, dbt_args, report, _excluded(missing))
     parsed = dbtRunner().invoke(["parse", *_dbt_common_args(dbt_args), *_parse_args(dbt_args)])
     if not parsed.success:
@@ -385,7 +387,7 @@ def one_pass(ingest_args: argparse.Namespace, dbt_args: list[str], target: str |
         report.dbt = dbt_section(None, False)
         return EXIT_FAILURE
     missing = _missing_sources(spark, ingest_args.bronze_schema, selection.target_dir(dbt_args, project_dir), report,
-                               state.named_missing)
+                               state.named_missing, build)
     if build is not None:
         log.info("dbt build of %s", "every model (a first build)" if build.state is None else
                  "what changed: " + (", ".join(f"bronze.{t}" for t in sorted(build.changed)) or "no bronze table")

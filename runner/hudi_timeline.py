@@ -71,17 +71,25 @@ def parse_timeline_files(names: Iterable[str]) -> Timeline:
     return timeline
 
 
-def timelines(spark: SparkSession, schema: str, internal: bool = False) -> dict[str, Timeline]:
+def catalog_tables(spark: SparkSession, schema: str) -> set[str]:
+    """The tables and views `schema` has in the catalog (none when it does not exist)."""
+    validate_identifier(schema, "schema")
+    if not spark.catalog.databaseExists(schema):
+        return set()
+    return {row["tableName"] for row in spark.sql(f"show tables in `{schema}`").collect() if not row["isTemporary"]}
+
+
+def timelines(spark: SparkSession, schema: str, internal: bool = False,
+              tables: set[str] | None = None) -> dict[str, Timeline]:
     """Per Hudi table of `schema` registered in the catalog under a plain identifier
     (`_`-prefixed ones only with `internal`): its active timeline, from one listing of
     `<schema location>/*/.hoodie/timeline/*`. Tables without that folder (views,
-    parquet tables, tables kept elsewhere) are left out."""
-    validate_identifier(schema, "schema")
-    if not spark.catalog.databaseExists(schema):
+    parquet tables, tables kept elsewhere) are left out. `tables`: the schema's
+    catalog_tables when the caller has them already."""
+    tables = catalog_tables(spark, schema) if tables is None else tables
+    if not tables:
         return {}
-    names = {row["tableName"] for row in spark.sql(f"show tables in `{schema}`").collect()
-             if not row["isTemporary"] and IDENTIFIER.match(row["tableName"])
-             and (internal or not row["tableName"].startswith("_"))}
+    names = {name for name in tables if IDENTIFIER.match(name) and (internal or not name.startswith("_"))}
     location = spark.catalog.getDatabase(schema).locationUri.rstrip("/")
     jvm = spark._jvm
     pattern = jvm.org.apache.hadoop.fs.Path(location + "/*/.hoodie/timeline/*")

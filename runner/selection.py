@@ -28,7 +28,6 @@ from typing import Any, Iterable, Mapping
 
 from pyspark.sql import SparkSession
 
-from core.identifiers import validate_identifier
 from runner import hudi_timeline
 
 log = logging.getLogger(__name__)
@@ -123,10 +122,12 @@ def project_fingerprint(project_dir: Path) -> str:
     return digest.hexdigest()
 
 
-def newest_commits(spark: SparkSession, schema: str) -> dict[str, str | None]:
+def newest_commits(spark: SparkSession, schema: str, tables: set[str] | None = None) -> dict[str, str | None]:
     """Per Hudi table of `schema` (the ingestion's `_`-prefixed bookkeeping tables left
-    out): its newest completed data commit, None for a table without one."""
-    return {name: timeline.newest_data_commit() for name, timeline in hudi_timeline.timelines(spark, schema).items()}
+    out): its newest completed data commit, None for a table without one. `tables`: the
+    schema's catalog listing, when the caller has it."""
+    return {name: timeline.newest_data_commit()
+            for name, timeline in hudi_timeline.timelines(spark, schema, tables=tables).items()}
 
 
 def changed_tables(newest: Mapping[str, str | None], state: BuildState | None) -> set[str]:
@@ -163,27 +164,19 @@ class MissingSource:
                 + (", ".join(self.models) or "no model"))
 
 
-def catalog_tables(spark: SparkSession, schema: str) -> set[str]:
-    """The tables and views `schema` has in the catalog (none when it does not exist)."""
-    validate_identifier(schema, "schema")
-    if not spark.catalog.databaseExists(schema):
-        return set()
-    return {row["tableName"] for row in spark.sql(f"show tables in `{schema}`").collect() if not row["isTemporary"]}
-
-
 def missing_sources(manifest: Mapping[str, Any], schema: str, existing: set[str]) -> list[MissingSource]:
     """The bronze sources of `manifest` that a model reads and whose table is not in
     `existing`, each with the models downstream of it."""
     nodes = manifest.get("nodes", {})
     missing = []
-    for unique_id, source in sorted(manifest.get("sources", {}).items()):
-        if source.get("schema") != schema or source.get("identifier") in existing:
+    for table, unique_id in sorted(bronze_sources(manifest, schema).items()):
+        if table in existing:
             continue
         models = sorted(f"{nodes[n]['schema']}.{nodes[n]['alias'] or nodes[n]['name']}"
                         for n in descendants(manifest, unique_id) if n.startswith("model.") and n in nodes)
         if models:
-            missing.append(MissingSource(source["identifier"], (source.get("meta") or {}).get("topic"),
-                                         unique_id.split(".", 2)[2], tuple(models)))
+            meta = manifest["sources"][unique_id].get("meta") or {}
+            missing.append(MissingSource(table, meta.get("topic"), unique_id.split(".", 2)[2], tuple(models)))
     return missing
 
 
@@ -283,6 +276,7 @@ class Plan:
     fingerprint: str  # the project's, now
     args: list[str]  # `dbt build` selection arguments; empty: every node
     skip_reason: str | None = None  # set when there is nothing to build
+    tables: set[str] = field(default_factory=set)  # the bronze schema's catalog listing, read once a pass
 
     def as_report(self) -> dict[str, Any]:
         return {"changed_bronze_tables": sorted(self.changed), "first_build": self.state is None,
@@ -294,16 +288,17 @@ def plan(spark: SparkSession, schema: str, state_dir: Path, project_dir: Path) -
     build left it and that build left nothing undone; every node before a first build;
     else the changed tables' downstream, new or edited nodes, and what was left undone."""
     state = load_state(state_dir)
-    newest = newest_commits(spark, schema)
+    tables = hudi_timeline.catalog_tables(spark, schema)
+    newest = newest_commits(spark, schema, tables)
     changed = changed_tables(newest, state)
     fingerprint = project_fingerprint(project_dir)
     if state is None or not (state_dir / "manifest.json").exists():
-        return Plan(state, newest, changed, fingerprint, [])
+        return Plan(state, newest, changed, fingerprint, [], tables=tables)
     if not changed and fingerprint == state.project and not failed_last_time(state_dir):
-        return Plan(state, newest, changed, fingerprint, [],
+        return Plan(state, newest, changed, fingerprint, [], tables=tables,
                     skip_reason="no bronze table changed and the project is as the last build, which passed, left it")
     sources = bronze_sources(json.loads((state_dir / "manifest.json").read_text()), schema)
-    return Plan(state, newest, changed, fingerprint, selection_args(changed, sources, state_dir))
+    return Plan(state, newest, changed, fingerprint, selection_args(changed, sources, state_dir), tables=tables)
 
 
 def record(build: Plan, schema: str, state_dir: Path, target: Path, statuses: Mapping[str, str],

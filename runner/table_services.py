@@ -20,8 +20,7 @@ from typing import Any, Sequence
 
 from pyspark.sql import SparkSession
 
-from core.identifiers import IDENTIFIER, validate_identifier
-from core.identifiers import TableNameError
+from core.identifiers import IDENTIFIER, TableNameError, validate_identifier
 from runner import hudi_timeline
 from status.collect import BUILD_TABLE, hudi_call
 

@@ -9,8 +9,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from core.identifiers import IDENTIFIER, validate_identifier
-from core.identifiers import TableNameError
+from core.identifiers import IDENTIFIER, TableNameError, validate_identifier
 from status.errors import StatusError
 from status.model import TableStatus, age_seconds, newest_instant, pending, seconds_between
 

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from core.identifiers import TableNameError
-from core.identifiers import quote
+from core.identifiers import TableNameError, quote
 from ingestion.errors import SourcesFileError
 from ingestion.naming import ParsedFileName, parse_file_name, table_collisions, table_for_topic
 from ingestion.sources import load_primary_keys
