@@ -8,21 +8,18 @@ error that quarantines it) or skipped by a rule named in SKIP_RULES and counted.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
 
 from core.identifiers import TableNameError
-from ingestion import avro
+from ingestion import formats
 from ingestion.errors import InputNotFoundError, SinkFileError
 from ingestion.naming import (
     FILE_NAME_PATTERN,
-    FORMAT_AVRO,
     FORMAT_JSON,
     parse_file_name,
     partition_of_dir,
@@ -78,8 +75,7 @@ RESERVED_REASON = (
 )
 # Hadoop's checksummed file systems cannot even open a path with ':' in a name.
 UNOPENABLE = ":"
-ACCEPTED = (f"accepted: record values as JSON lines (JsonFormat), Avro container files (AvroFormat) or Parquet "
-            f"files (ParquetFormat) named {FILE_NAME_PATTERN}, JSON files with their record keys in "
+ACCEPTED = (f"accepted: {formats.accepted()} named {FILE_NAME_PATTERN}, JSON files with their record keys in "
             "<name>.keys.json when the sink writes them")
 # The S3 sink's `store.kafka.keys=true` companion of `<name>.json`: its record keys, a
 # line per record in the same order (read with its values file: fill_record_keys).
@@ -90,20 +86,6 @@ OTHER_FORMATS = {
     ".headers.": "record headers file (the S3 sink's store.kafka.headers)",
 }
 OTHER_FORMAT_NAME = re.compile(r"\+\d+(?P<kind>\.keys\.|\.headers\.)[a-z0-9.]+$")
-# Parquet codecs Spark 3.5 decodes without extra jars (the S3 sink's parquet.codec also
-# offers brotli and lzo).
-PARQUET_CODECS = ("UNCOMPRESSED", "SNAPPY", "GZIP", "ZSTD", "LZ4", "LZ4_RAW")
-# Parquet files end with the footer's length (4 bytes, little-endian) and this magic.
-PARQUET_MAGIC = b"PAR1"
-# parquet-avro (the sink's ParquetFormat) keeps the writer's Avro schema in the footer
-# under this key. Read with that schema stripped of logical types, its columns come out in
-# the encodings JsonConverter writes, decimals as their stored bytes: Spark's own reading
-# (as decimals) cannot even read a decimal stored as BINARY with its vectorized reader.
-PARQUET_AVRO_SCHEMA = "parquet.avro.schema"
-# How reader_schema says what a Parquet file is read with: a Spark schema (JSON), or the
-# schema in its footer (Spark's inference; avro.jsonconverter_value renders its types).
-SPARK_SCHEMA = "spark:"
-PARQUET_SCHEMA = "parquet:"
 GLOB_CHARACTERS = re.compile(r"([\[\]{}?*\\])")
 
 
@@ -125,9 +107,9 @@ class SourceFile:
     contiguous: bool = True
     keys_uri: str | None = None  # its record keys file (KEYS_SUFFIX), as Spark reports it
     keys_read_path: str | None = None  # the same, as Hadoop's Path(String) expects it
-    format: str = FORMAT_JSON  # naming.FORMAT_*: the reader its name picks
-    # Avro: the writer schema without logical types (avro.without_logical_types); Parquet:
-    # the file's schema. Files with the same one are read in one pass.
+    format: str = FORMAT_JSON  # the ingestion.formats name its file name gives
+    # What its format's inspect found to read it with (None: nothing to find). Files with
+    # the same one are read in one pass.
     reader_schema: str | None = None
 
 
@@ -425,28 +407,18 @@ def catalog_frame(spark: SparkSession, files: list[SourceFile]) -> DataFrame:
 
 
 def read_lines(spark: SparkSession, files: list[SourceFile]) -> DataFrame:
-    r"""One row per line of the files to read, read splittably: `_source_file` (URI as
-    Spark reports it), `_block` (start byte of the file split the line was read from),
-    `_row_id` (rising by one from line to line inside a split) and the `line` as stored,
-    with any `\r`. Avro and Parquet files give one line per record: the JSON the sink's
-    JsonFormat writes for it (avro.jsonconverter_line), read with the reader schema
-    inspect_binary found (read_records).
-
-    Splitting only at `\n` (not at a lone `\r`, Hadoop's default) keeps the lines the S3
-    sink wrote, so that line index = offset - start offset (transform.number_lines)."""
-    frames = []
-    paths = [f.read_path for f in files if f.read and f.format == FORMAT_JSON]
-    if paths:
-        frames.append(spark.read.option("lineSep", "\n").text(paths).select(*_position(), F.col("value").alias("line")))
+    """One row per line of the files to read (formats.base.SinkFormat.read_lines):
+    `_source_file` (URI as Spark reports it), `_block` (start byte of the file split the
+    line was read from), `_row_id` (rising by one from line to line inside a split) and
+    the `line`, the JSON JsonConverter writes for the record. Files of one format and
+    reader schema (inspect) are read together."""
     groups: dict[tuple[str, str], list[str]] = {}
     for f in files:
-        if f.read and f.format != FORMAT_JSON:
-            if f.reader_schema is None:
-                raise ValueError(f"{f.uri}: {f.format} file not inspected (extract.inspect_binary)")
-            groups.setdefault((f.format, f.reader_schema), []).append(f.read_path)
-    for (kind, schema), group in sorted(groups.items()):
-        records = read_records(spark, kind, schema, group)
-        frames.append(records.select(*_position(), avro.jsonconverter_line(records).alias("line")))
+        if f.read:
+            if f.reader_schema is None and formats.get(f.format).needs_inspection:
+                raise ValueError(f"{f.uri}: {f.format} file not inspected (extract.inspect)")
+            groups.setdefault((f.format, f.reader_schema or ""), []).append(f.read_path)
+    frames = [formats.get(kind).read_lines(spark, schema or None, paths) for (kind, schema), paths in sorted(groups.items())]
     if not frames:
         return spark.createDataFrame([], LINES_SCHEMA)
     lines = frames[0]
@@ -455,121 +427,22 @@ def read_lines(spark: SparkSession, files: list[SourceFile]) -> DataFrame:
     return lines
 
 
-def _position() -> list[Column]:
-    return [
-        F.col("_metadata.file_path").alias("_source_file"),
-        F.col("_metadata.file_block_start").alias("_block"),
-        # (partition id << 33) + row number in the partition; a partition reads its
-        # splits one after the other, so it rises by one inside a split.
-        F.monotonically_increasing_id().alias("_row_id"),
-    ]
-
-
-def read_records(spark: SparkSession, kind: str, schema: str, paths: list[str]) -> DataFrame:
-    """The records of Avro or Parquet files (literal paths) that share `schema`, in file
-    order. Avro is read with `schema` as reader schema (the writer schema without logical
-    types), Parquet with the Spark schema it names or else the footer's; Parquet dates and
-    timestamps are taken as written (proleptic Gregorian, as Connect counts days and
-    milliseconds from the epoch)."""
-    if kind == FORMAT_AVRO:
-        return spark.read.format("avro").option("avroSchema", schema).load(paths)
-    reader = spark.read.format("parquet").option("datetimeRebaseMode", "CORRECTED").option("int96RebaseMode", "CORRECTED")
-    if schema.startswith(SPARK_SCHEMA):
-        reader = reader.schema(StructType.fromJson(json.loads(schema[len(SPARK_SCHEMA):])))
-    return reader.load(paths)
-
-
-# Avro headers are read in one piece of this size, or whole when larger (a writer schema
-# of a wide table).
-AVRO_HEAD_BYTES = 64 * 1024
-
-
-def _read_range(fs: Any, path: Any, jvm: Any, position: int, length: int) -> bytes:
-    stream = fs.open(path)
-    try:
-        stream.seek(position)
-        return bytes(jvm.org.apache.commons.io.IOUtils.toByteArray(stream, length))
-    finally:
-        stream.close()
-
-
-def _avro_reader_schema(fs: Any, path: Any, jvm: Any, name: str, size: int) -> str:
-    """The reader schema of an Avro container file; SinkFileError if it is none, or cut short."""
-    head = _read_range(fs, path, jvm, 0, min(size, AVRO_HEAD_BYTES))
-    try:
-        header = avro.container_header(head, name)
-    except IndexError:
-        if size <= len(head):
-            raise SinkFileError(f"{name}: cut short inside its Avro header ({size} bytes)") from None
-        try:
-            header = avro.container_header(_read_range(fs, path, jvm, 0, size), name)
-        except IndexError:
-            raise SinkFileError(f"{name}: cut short inside its Avro header ({size} bytes)") from None
-    # Every block ends with the sync marker, so a whole file ends with it.
-    tail = _read_range(fs, path, jvm, size - avro.SYNC_BYTES, avro.SYNC_BYTES) if size > header.length else header.sync
-    if size > header.length and tail != header.sync:
-        raise SinkFileError(
-            f"{name}: cut short or damaged: an Avro container file ends with its sync marker "
-            f"{header.sync.hex()}, this one ends with {tail.hex()} ({size} bytes)")
-    return avro.without_logical_types(header.schema)
-
-
-def _parquet_schema(spark: SparkSession, fs: Any, path: Any, jvm: Any, name: str, size: int) -> str:
-    """The schema of a Parquet file; SinkFileError if it is none, cut short, or holds what
-    Spark cannot read (codecs, TIME columns)."""
-    if size < 12:
-        raise SinkFileError(f"{name}: not a Parquet file ({size} bytes, less than its magic and footer)")
-    head = _read_range(fs, path, jvm, 0, 4)
-    tail = _read_range(fs, path, jvm, size - 8, 8)
-    if head != PARQUET_MAGIC or tail[4:] != PARQUET_MAGIC:
-        raise SinkFileError(f"{name}: not a whole Parquet file: it starts with {head!r} and ends with {tail[4:]!r}, "
-                            f"expected {PARQUET_MAGIC!r} at both ends (cut short?)")
-    footer_length = int.from_bytes(tail[:4], "little")
-    if footer_length + 12 > size:
-        raise SinkFileError(f"{name}: cut short or damaged: its footer of {footer_length} bytes is longer than the file")
-    conf = spark._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
-    try:
-        footer = jvm.org.apache.parquet.hadoop.ParquetFileReader.readFooter(conf, path)
-    except Exception as exc:  # py4j wraps the reader's exception
-        raise SinkFileError(f"{name}: its Parquet footer does not read: {str(exc).splitlines()[0]}") from exc
-    codecs = {column.getCodec().name() for block in footer.getBlocks() for column in block.getColumns()}
-    unknown = sorted(codecs - set(PARQUET_CODECS))
-    if unknown:
-        raise SinkFileError(f"{name}: Parquet codec(s) {', '.join(unknown)} that Spark cannot decode "
-                            f"(accepted: {', '.join(PARQUET_CODECS)})")
-    written_by_avro = footer.getFileMetaData().getKeyValueMetaData().get(PARQUET_AVRO_SCHEMA)
-    if written_by_avro is not None:
-        avro_schema = jvm.org.apache.avro.Schema.Parser().parse(avro.without_logical_types(str(written_by_avro)))
-        return SPARK_SCHEMA + str(jvm.org.apache.spark.sql.avro.SchemaConverters.toSqlType(avro_schema).dataType().json())
-    schema = str(footer.getFileMetaData().getSchema().toString())
-    if re.search(r"\(TIME\(", schema):
-        raise SinkFileError(f"{name}: a Parquet TIME column without the writer's Avro schema, which Spark 3.5 "
-                            "cannot read")
-    return PARQUET_SCHEMA + schema
-
-
-def inspect_binary(spark: SparkSession, files: list[SourceFile]) -> list[SourceFile]:
-    """`files`, the Avro and Parquet ones to read with their reader schema, or, when
-    they cannot be read (not Avro or Parquet, cut short, a codec Spark cannot decode), not
-    read and with an error naming the file and what was found: their one quarantine row
-    stands for them, and the run goes on. Reads each file's header and its last bytes,
-    not its records."""
+def inspect(spark: SparkSession, files: list[SourceFile]) -> list[SourceFile]:
+    """`files`, each one to read with the reader schema its format found
+    (SinkFormat.inspect) or, when it cannot be read (not of its format, cut short, a codec
+    Spark cannot decode), not read and with an error naming the file and what was found:
+    its one quarantine row stands for it, and the run goes on. Reads headers and last
+    bytes, not records."""
     jvm = spark._jvm  # type: ignore[attr-defined]
-    conf = spark._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
     checked = []
     for f in files:
-        if not f.read or f.format == FORMAT_JSON:
+        kind = formats.get(f.format)
+        if not f.read or not kind.needs_inspection:
             checked.append(f)
             continue
         path = jvm.org.apache.hadoop.fs.Path(jvm.java.net.URI(f.uri))
-        name = path.getName()
         try:
-            fs = path.getFileSystem(conf)
-            if f.format == FORMAT_AVRO:
-                schema = _avro_reader_schema(fs, path, jvm, name, f.size)
-            else:
-                schema = _parquet_schema(spark, fs, path, jvm, name, f.size)
-            checked.append(replace(f, reader_schema=schema))
+            checked.append(replace(f, reader_schema=kind.inspect(spark, path, path.getName(), f.size)))
         except SinkFileError as exc:
             # No offset is claimed for records that were not read.
             checked.append(replace(f, read=False, start_offset=None, error=f.error or str(exc)))

@@ -1,4 +1,5 @@
-"""Load: Hudi COPY_ON_WRITE tables created with Spark SQL and appended with `INSERT INTO`.
+"""Load: every write of a run, into Hudi COPY_ON_WRITE tables created with Spark SQL and
+appended with `INSERT INTO`: quarantine, bronze tables, then the file ledger.
 
 Every table is keyed; an insert leaves out the keys the table holds, so replaying a
 file (e.g. after a crash before the ledger write) adds no rows.
@@ -8,19 +9,24 @@ from __future__ import annotations
 
 import logging
 import operator
+import threading
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
+from datetime import datetime
 from functools import reduce
 from pathlib import Path
-from typing import ContextManager, Sequence
+from typing import Callable, ContextManager, Iterator, Mapping, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from core.identifiers import qualified, quote
+from core.identifiers import TableNameError, qualified, quote, validate_identifier
 from core.lock import exclusive
 from core.spark import session_settings
+from ingestion import extract, transform
+from ingestion.errors import UsageError
+from ingestion.summary import TableSummary
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +79,8 @@ LEDGER_COLUMNS: list[tuple[str, str]] = [
     ("_ingested_at", "timestamp"),
 ]
 LEDGER_KEY = ["_source_file"]
+LEDGER_TABLE = "_ingested_files"
+QUARANTINE_TABLE = "_quarantine"
 
 
 def writer_lock_path(spark: SparkSession, schema: str) -> Path | None:
@@ -167,7 +175,7 @@ def insert_new_rows(
     (use_bulk_insert), else with its insert and small-file handling; `holds_none`: the
     table holds none of `df`'s keys, so the check is skipped: the run created it
     (ensure_table returned True; a first run into an empty lakehouse saves a job per
-    table), or the caller knows (the file ledger: pipeline._write_ledger).
+    table), or the caller knows (the file ledger: write_ledger).
 
     The known keys come from a semi-join on the table's key columns, not from Hudi's
     duplicate-drop policy: that one looks every incoming key up in the bloom filters and
@@ -300,3 +308,108 @@ def read_ledger(spark: SparkSession, schema: str, ledger: str) -> tuple[set[str]
         f"SELECT {quote('_source_file')}, {quote('_topic')}, landed > 0 AS landed FROM {qualified(schema, ledger)}"
     ).collect()
     return {row[0] for row in rows}, {row[1] for row in rows if row[2]}
+
+
+def validate_bronze_schema(name: str) -> None:
+    try:
+        validate_identifier(name, "bronze schema")
+    except TableNameError as exc:
+        raise UsageError(str(exc)) from exc
+
+
+@contextmanager
+def created_alongside(
+    spark: SparkSession, schema: str, tables: list[tuple[str, list[tuple[str, str]], list[str]]]
+) -> Iterator[Callable[[], dict[str, bool]]]:
+    """Create `tables` (load.ensure_table) in a thread once the block's first Spark job
+    runs, so that their catalog DDL overlaps the parse instead
+    of following it. The thread waits for a running job because the main thread's planning
+    of that job waits for the metastore while the DDL holds it (tried: the first job then
+    started that much later). Yields a function that returns {table: created by this
+    call}, after creating them itself if no job ran (raises the DDL's error, if any)."""
+    stop = threading.Event()
+
+    def ensure_all() -> dict[str, bool]:
+        return {name: ensure_table(spark, schema, name, columns, key) for name, columns, key in tables}
+
+    def once_a_job_runs() -> dict[str, bool] | None:
+        tracker = spark.sparkContext.statusTracker()
+        while not tracker.getActiveJobsIds():
+            if stop.wait(0.05):
+                return None
+        return ensure_all()
+
+    def created() -> dict[str, bool]:
+        stop.set()
+        found = future.result()
+        return ensure_all() if found is None else found
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        future = pool.submit(once_a_job_runs)
+        try:
+            yield created
+        finally:
+            stop.set()
+
+
+def write_tables(
+    spark: SparkSession,
+    schema: str,
+    classified,  # noqa: ANN001 - DataFrame from transform.prepare
+    tables: set[str],
+    counts: list[TableSummary],
+    ingested_at: datetime,
+    input_bytes: dict[str, int] | None = None,
+    created: Mapping[str, bool] | None = None,
+) -> None:
+    """Quarantine first, then every bronze table (keyed duplicate-drop inserts).
+    `classified` holds one landed row per key: a Kafka micro-batch, or sink files with their
+    shared offsets resolved (transform.resolve_shared_offsets). `input_bytes`: sink file bytes (_input_bytes; a Kafka
+    micro-batch: record value bytes) per table, which pick bulk_insert for large shares (load.use_bulk_insert).
+    `created`: tables the caller already ensured, {table: created by that call}.
+    Each of `counts` gets its landed and held set to what its bronze insert added and
+    left out as held already."""
+    if any(t.quarantined for t in counts):
+        quarantine_created = ensure_table(
+            spark, schema, QUARANTINE_TABLE, transform.QUARANTINE_COLUMNS, transform.QUARANTINE_KEY)
+        insert_new_rows(
+            spark, transform.to_quarantine(classified, ingested_at), schema, QUARANTINE_TABLE,
+            transform.QUARANTINE_COLUMNS, transform.QUARANTINE_KEY, holds_none=quarantine_created,
+        )
+    # Create every mappable table (dbt sources must exist even if only tombstones arrived),
+    # one after the other (catalog DDL), then write them, several at a time.
+    inserts = []
+    for table in sorted(tables):
+        if created is not None and table in created:
+            was_created = created[table]
+        else:
+            was_created = ensure_table(spark, schema, table, transform.BRONZE_COLUMNS, transform.BRONZE_KEY)
+        landed = sum(t.landed for t in counts if t.table == table)
+        if landed:
+            bronze = transform.to_bronze(classified, table, ingested_at)
+            bulk = use_bulk_insert((input_bytes or {}).get(table))
+            inserts.append(
+                TableInsert(table, bronze, transform.BRONZE_COLUMNS, transform.BRONZE_KEY, bulk=bulk,
+                                 holds_none=was_created, rows=landed))
+    held = insert_new_rows_of_tables(spark, schema, inserts)
+    for entry in counts:
+        entry.held = held.get(entry.table, 0)
+        entry.landed -= entry.held
+
+
+def write_ledger(
+    spark: SparkSession, schema: str, files: list[extract.SourceFile], stats: dict, ingested_at: datetime,
+    holds_none: bool,
+) -> None:
+    """Last write of a run: these files are done (a file's skipped records are its lines
+    less the other counts, so the ledger's columns stay as older lakehouses have them). `holds_none`: the ledger holds none of
+    them, so the insert skips its check for known keys (insert_new_rows)."""
+    rows = []
+    for f in files:
+        row = stats.get(f.uri)
+        counts = (row["lines"], row["landed_count"], row["quarantined_count"], row["tombstone_count"]) if row else (0, 0, 0, 0)
+        rows.append((f.topic, f.uri, *counts, ingested_at))
+    ddl = ", ".join(f"{name} {kind}" for name, kind in LEDGER_COLUMNS)
+    ledger = spark.createDataFrame(rows, ddl).select(*[F.col(n) for n, _ in LEDGER_COLUMNS])
+    insert_new_rows_of_tables(spark, schema, [TableInsert(
+        LEDGER_TABLE, ledger, LEDGER_COLUMNS, LEDGER_KEY, holds_none=holds_none, rows=len(rows))])

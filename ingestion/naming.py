@@ -7,18 +7,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from core.identifiers import TableNameError, validate_identifier
+from ingestion import formats
 
 # Kafka Connect S3 sink (DefaultPartitioner): <topic>+<kafkaPartition>+<startOffset><extension>,
-# the extension its format writes: JsonFormat `.json`, AvroFormat `.avro`, ParquetFormat
-# the Parquet codec's extension + `.parquet` (none, `.snappy`, `.gz`, `.zstd`, `.lz4hadoop`,
-# `.br`, `.lzo`; the file's footer says which codecs Spark must decode).
-FORMAT_JSON = "json"
-FORMAT_AVRO = "avro"
-FORMAT_PARQUET = "parquet"
-FILE_NAME = re.compile(
-    r"^(?P<topic>.+)\+(?P<partition>\d+)\+(?P<offset>\d+)"
-    r"(?P<extension>\.json|\.avro|(?P<codec>\.snappy|\.gz|\.zstd|\.lz4hadoop|\.br|\.lzo)?\.parquet)$")
-FILE_NAME_PATTERN = "<topic>+<partition>+<startOffset>.json (or .avro, [.<codec>].parquet)"
+# the extension its format writes (ingestion.formats).
+FORMAT_JSON = formats.JSON
+FORMAT_AVRO = formats.AVRO
+FORMAT_PARQUET = formats.PARQUET
+FILE_NAME = re.compile(r"^(?P<topic>.+)\+(?P<partition>\d+)\+(?P<offset>\d+)" + formats.extension_pattern() + "$")
+FILE_NAME_PATTERN = formats.file_name_pattern()
 PARTITION_DIR = re.compile(r"^partition=(?P<partition>\d+)$")
 
 
@@ -52,8 +49,8 @@ class ParsedFileName:
     topic: str
     partition: int
     start_offset: int
-    format: str = FORMAT_JSON
-    codec: str | None = None  # Parquet: the codec extension in the name ("" for none)
+    format: str = FORMAT_JSON  # ingestion.formats: the format's name
+    codec: str | None = None  # a format that names its codec (Parquet): its extension ("" for none)
 
 
 def parse_file_name(name: str) -> ParsedFileName | None:
@@ -61,10 +58,9 @@ def parse_file_name(name: str) -> ParsedFileName | None:
     match = FILE_NAME.match(name)
     if match is None:
         return None
-    extension = match["extension"]
-    kind = FORMAT_JSON if extension == ".json" else FORMAT_AVRO if extension == ".avro" else FORMAT_PARQUET
-    codec = (match["codec"] or "") if kind == FORMAT_PARQUET else None
-    return ParsedFileName(match["topic"], int(match["partition"]), int(match["offset"]), kind, codec)
+    kind = next(f for f in formats.FORMATS if match[f.name] is not None)
+    codec = (match["codec"] or "") if "codec" in kind.extension else None
+    return ParsedFileName(match["topic"], int(match["partition"]), int(match["offset"]), kind.name, codec)
 
 
 def partition_of_dir(name: str) -> int | None:

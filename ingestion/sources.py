@@ -114,3 +114,10 @@ def _updated_at(path: Path, table: str, query_based: object, key: list[str]) -> 
             f"{path}: table {table!r}: meta.query_based.updated_at {column!r} is a primary key column; "
             "it must be the column the source sets on every insert and update")
     return column
+
+
+def default_sources_yml() -> Path:
+    """The project's bronze sources YAML."""
+    from core.spark import PROJECT_DIR
+
+    return PROJECT_DIR / "models" / "silver" / "_silver__sources.yml"

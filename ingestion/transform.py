@@ -14,8 +14,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
+from ingestion import formats
 from ingestion.extract import SourceFile, first_position
-from ingestion.naming import FORMAT_JSON
 
 MAP = "map<string,string>"
 # The envelope's `source` fields bronze keeps as columns. All strings, as in MAP (any JSON
@@ -191,8 +191,8 @@ def split_positions(stats: Iterable[Mapping], files: Iterable[SourceFile]) -> li
     for f in files:
         splits = sorted(by_file.get(f.uri, []), key=lambda r: r["_block"])
         file_lines = sum(r["lines"] for r in splits)
-        # Only a JSON file has lines of its own; other formats' lines are rendered records.
-        unterminated = f.format == FORMAT_JSON and f.size > 0 and f.size - sum(r["bytes"] for r in splits) < file_lines
+        # Only a format stored as lines has lines of its own; others' are rendered records.
+        unterminated = formats.get(f.format).stored_as_lines and f.size > 0 and f.size - sum(r["bytes"] for r in splits) < file_lines
         before = 0
         for r in splits:
             base = before - r["first_row_id"]

@@ -2,7 +2,7 @@
 schema registry, or (records without a schema) the landed bronze rows.
 
 Sink files are listed and read with the ingestion's own extract (`list_sink`,
-`inspect_binary`, `read_lines`, `read_key_lines`): of each partition only its oldest and
+`inspect`, `read_lines`, `read_key_lines`): of each partition only its oldest and
 newest files, whose record value schemas (JsonConverter's `{"schema", "payload"}`
 wrapper; an Avro file's header; parquet-avro's footer) and record keys are collected.
 Kafka is read as the ingestion reads it (Spark's Kafka source, consumer settings from
@@ -139,7 +139,8 @@ def read_sink(spark: Any, input_uri: str, topic_pattern: str) -> dict[str, Topic
 
     from ingestion import extract
     from ingestion.errors import InputNotFoundError
-    from ingestion.naming import FORMAT_AVRO, FORMAT_JSON, FORMAT_PARQUET
+    from ingestion.formats import AVRO, JSON, PARQUET
+    from ingestion.formats.parquet_files import avro_writer_schema
 
     try:
         listing = extract.list_sink(spark, input_uri, topics=topic_pattern)
@@ -159,21 +160,21 @@ def read_sink(spark: Any, input_uri: str, topic_pattern: str) -> dict[str, Topic
         files.sort(key=lambda f: f.start_offset or 0)
         chosen += [files[0]] + ([files[-1]] if len(files) > 1 else [])
         samples.setdefault(topic, TopicSample(topic, f"sink files under {input_uri}"))
-    checked = extract.inspect_binary(spark, chosen)
+    checked = extract.inspect(spark, chosen)
     order = {f.uri: (f.start_offset or 0) for f in checked}
     for f in sorted(checked, key=lambda f: (f.topic, f.start_offset or 0)):
         sample = samples[f.topic]
         if not f.read:
             sample.problems.append(f"not read: {f.error}")
-        elif f.format == FORMAT_AVRO:
+        elif f.format == AVRO:
             _add_schema(sample, connect_from_avro(json.loads(f.reader_schema or "null")))
-        elif f.format == FORMAT_PARQUET:
-            schema = parquet_avro_schema(spark, f.uri)
+        elif f.format == PARQUET:
+            schema = avro_writer_schema(spark, f.uri)
             if schema is None:
                 sample.problems.append(f"{f.uri}: a Parquet file without parquet-avro's writer schema in its footer")
             else:
                 _add_schema(sample, connect_from_avro(json.loads(schema)))
-    json_files = [f for f in checked if f.read and f.format == FORMAT_JSON]
+    json_files = [f for f in checked if f.read and f.format == JSON]
     if json_files:
         lines = extract.read_lines(spark, json_files)
         parsed = F.from_json("line", "map<string,string>")
@@ -206,17 +207,6 @@ def read_sink(spark: Any, input_uri: str, topic_pattern: str) -> dict[str, Topic
 def _add_schema(sample: TopicSample, connect: dict[str, Any]) -> None:
     if not sample.value_schemas or sample.value_schemas[-1] != connect:
         sample.value_schemas.append(connect)
-
-
-def parquet_avro_schema(spark: Any, uri: str) -> str | None:
-    """The Avro writer schema parquet-avro keeps in a Parquet file's footer, or None."""
-    from ingestion.extract import PARQUET_AVRO_SCHEMA
-
-    jvm = spark._jvm
-    path = jvm.org.apache.hadoop.fs.Path(jvm.java.net.URI(uri))
-    footer = jvm.org.apache.parquet.hadoop.ParquetFileReader.readFooter(spark._jsc.hadoopConfiguration(), path)
-    found = footer.getFileMetaData().getKeyValueMetaData().get(PARQUET_AVRO_SCHEMA)
-    return None if found is None else str(found)
 
 
 def binary_key_fields(spark: Any, keys_file: Any) -> list[str]:

@@ -68,7 +68,7 @@ def _iso(moment: datetime | None) -> str | None:
 
 
 def ingestion_section(summary_report: dict[str, Any], landed_at: datetime) -> dict[str, Any]:
-    """The ingestion's counts (pipeline.RunSummary.as_report) with each table's source
+    """The ingestion's counts (summary.RunSummary.as_report) with each table's source
     lag: how old its newest landed change was when the pass landed it."""
     tables = []
     for table in summary_report["tables"]:

@@ -15,7 +15,8 @@ import pytest
 from ingestion import load
 from ingestion.cli import main
 from ingestion.extract import SourceFile, share_offsets
-from ingestion.pipeline import IngestConfig, RunSummary, created_alongside, run
+from ingestion.load import created_alongside
+from ingestion.pipeline import IngestConfig, RunSummary, run
 from tests.support.lakehouse import drop_schemas, table_folder
 
 SCHEMA = "bronze_it_pipeline"
