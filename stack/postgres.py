@@ -61,7 +61,8 @@ LOADED_MARKER = "cdc-stack: pagila loaded"
 # committed there, moves this slot too) and its own publication for the outbox table only.
 NORTHWIND_SQL = Path(__file__).parent / "sql" / "northwind.sql"
 OUTBOX_PUBLICATION = "cdc_northwind"
-OUTBOX_TABLE = "northwind.cdc_events"
+# The event log (one row per event) and the current document per order.
+OUTBOX_TABLES = ("northwind.cdc_events", "northwind.order_outbox")
 _NULL = "\x1fNULL\x1f"
 
 
@@ -240,8 +241,9 @@ class Postgres:
         return True
 
     def load_northwind(self) -> bool:
-        """Create schema ``northwind`` (orders, items, the outbox ``cdc_events`` and its
-        triggers) once, in one transaction. True if it was created now."""
+        """Create schema ``northwind`` (orders, items, the outbox tables ``cdc_events`` and
+        ``order_outbox`` and their triggers) once, in one transaction. True if it was
+        created now."""
         if self.scalar("select to_regnamespace('northwind') is not null") == "t":
             return False
         run(
@@ -264,6 +266,16 @@ class Postgres:
             end if;"""
             for p in PK_LESS_PARTITIONS
         )
+        # A publication made before a table joined the list gains it.
+        outbox_members = "\n".join(
+            f"""
+              if to_regclass('{t}') is not null and not exists (
+                  select from pg_publication_tables where pubname = '{OUTBOX_PUBLICATION}'
+                  and schemaname || '.' || tablename = '{t}') then
+                alter publication {OUTBOX_PUBLICATION} add table {t};
+              end if;"""
+            for t in OUTBOX_TABLES
+        )
         self.psql(
             f"""
             do $$
@@ -274,8 +286,9 @@ class Postgres:
                   with (publish_via_partition_root = true);
               end if;
               if not exists (select from pg_publication where pubname = '{OUTBOX_PUBLICATION}') then
-                create publication {OUTBOX_PUBLICATION} for table {OUTBOX_TABLE};
+                create publication {OUTBOX_PUBLICATION} for table {", ".join(OUTBOX_TABLES)};
               end if;
+              {outbox_members}
             end $$;
             grant connect on database pagila to "{user}";
             grant usage on schema public to "{user}";

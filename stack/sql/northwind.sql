@@ -1,6 +1,8 @@
--- A small Northwind-like order schema written for this project, with an outbox table
--- `cdc_events` that triggers fill: every change of an order or of its items writes one
--- event carrying the order's full state after the change. Run once, in one transaction.
+-- A small Northwind-like order schema written for this project, with two outbox tables
+-- that triggers fill on every change of an order or of its items: `cdc_events`, an event
+-- log (one row per event, carrying the order's full state after the change), and
+-- `order_outbox`, the current document per order (one row per order, updated in place,
+-- deleted with the order). Run once, in one transaction.
 
 create schema northwind;
 
@@ -57,6 +59,20 @@ create table northwind.cdc_events (
     created_at timestamptz not null default clock_timestamp()
 );
 
+-- The current document per order: the order's columns, its items and its customer as
+-- they were at the order's last change (a customer's later change does not reach it).
+create table northwind.order_outbox (
+    order_id integer primary key,
+    customer_id integer not null,
+    order_date date not null,
+    status text not null,
+    ship_country text,
+    freight numeric(10, 2) not null,
+    items jsonb not null,
+    customer jsonb not null,
+    updated_at timestamptz not null
+);
+
 -- The order as one JSON document: its columns and its items (sorted by product).
 create function northwind.order_document(p_order_id integer) returns jsonb
 language sql stable as $$
@@ -79,11 +95,48 @@ language sql stable as $$
     where o.order_id = p_order_id
 $$;
 
+-- Makes the order's row in order_outbox match the order: written, or deleted when the
+-- order is gone.
+create function northwind.write_order_document(p_order_id integer) returns void
+language plpgsql as $$
+begin
+    insert into northwind.order_outbox as d (
+        order_id, customer_id, order_date, status, ship_country, freight, items, customer, updated_at
+    )
+    select
+        o.order_id,
+        o.customer_id,
+        o.order_date,
+        o.status,
+        o.ship_country,
+        o.freight,
+        northwind.order_document(o.order_id) -> 'items',
+        jsonb_build_object('customer_id', c.customer_id, 'company_name', c.company_name, 'country', c.country),
+        clock_timestamp()
+    from northwind.orders as o
+    inner join northwind.customers as c on o.customer_id = c.customer_id
+    where o.order_id = p_order_id
+    on conflict (order_id) do update set
+        customer_id = excluded.customer_id,
+        order_date = excluded.order_date,
+        status = excluded.status,
+        ship_country = excluded.ship_country,
+        freight = excluded.freight,
+        items = excluded.items,
+        customer = excluded.customer,
+        updated_at = excluded.updated_at;
+    if not found then
+        delete from northwind.order_outbox where order_id = p_order_id;
+    end if;
+end;
+$$;
+
 create function northwind.write_order_event(p_order_id integer, p_event_type text) returns void
 language plpgsql as $$
 declare
     document jsonb;
 begin
+    perform northwind.write_order_document(p_order_id);
     if p_event_type = 'order_deleted' then
         -- the order is gone: the event carries its key only
         document := jsonb_build_object('order_id', p_order_id);

@@ -6,7 +6,8 @@ snapshot -> round 1 (inserts, updates in one transaction, a primary-key change, 
 NULLs, unchanged TOAST values, ALTER TABLE ADD COLUMN) -> round 2 with a Kafka Connect
 restart in the middle -> a --full-refresh rebuild. After each step every silver table
 must equal its source table row for row and column for column, and gold `orders` /
-`order_items`, built from the outbox's events alone, the Northwind tables. Silver
+`order_items`, built from the outbox's events alone, and `outbox_orders` /
+`outbox_order_items`, built from its current document per order, the Northwind tables. Silver
 `products` is captured by queries (tests/e2e/jdbc_poller.py polls PostgreSQL as a JDBC
 source in timestamp mode would and publishes to Kafka): it equals the source but for
 the limits of that capture, which the test shows: a deleted product stays, and a
@@ -143,18 +144,27 @@ def assert_gold_equals_source_query(spark, info) -> None:
 
 NORTHWIND_ORDERS = "select order_id, customer_id, order_date, status, ship_country, freight from northwind.orders"
 NORTHWIND_ITEMS = "select order_id, product_id, quantity, unit_price, discount from northwind.order_items"
+# The orders with their customer and item count, from the tables the outbox's documents copy.
+NORTHWIND_ORDER_DOCUMENTS = (
+    "select o.order_id, o.customer_id, o.order_date, o.status, o.ship_country, o.freight,"
+    " c.company_name as customer_name, c.country as customer_country,"
+    " (select count(*)::int from northwind.order_items as i where i.order_id = o.order_id) as item_count"
+    " from northwind.orders as o join northwind.customers as c on o.customer_id = c.customer_id")
 
 
 def assert_outbox_gold_equals_northwind(spark, info) -> None:
-    """Gold orders and order_items (from the outbox's JSON documents) equal PostgreSQL's
+    """Gold orders and order_items (from the outbox's event log) and outbox_orders and
+    outbox_order_items (from its current document per order) equal PostgreSQL's
     tables; silver keeps every event the triggers ever wrote, purged or not."""
     problems: list[str] = []
     with psycopg.connect(info.pg_dsn) as conn, conn.cursor(row_factory=psycopg.rows.dict_row) as cur:
         for gold, query, key in (("orders", NORTHWIND_ORDERS, ["order_id"]),
-                                 ("order_items", NORTHWIND_ITEMS, ["order_id", "product_id"])):
+                                 ("order_items", NORTHWIND_ITEMS, ["order_id", "product_id"]),
+                                 ("outbox_orders", NORTHWIND_ORDER_DOCUMENTS, ["order_id"]),
+                                 ("outbox_order_items", NORTHWIND_ITEMS, ["order_id", "product_id"])):
             cur.execute(query)
             expected = cur.fetchall()
-            assert expected, f"northwind.{gold} is empty: the comparison would prove nothing"
+            assert expected, f"the expectation of gold.{gold} is empty: the comparison would prove nothing"
             columns = ", ".join(expected[0])
             actual = [row.asDict() for row in spark.sql(f"select {columns} from gold.{gold}").collect()]
             problems += diff(f"gold.{gold}", expected, actual, key)
@@ -368,7 +378,7 @@ def test_round_2_with_connect_restart(spark, cdc_stack, run_dir, jdbc_poller):
 
 
 def test_full_refresh_equals_sources(spark, cdc_stack):
-    dbt("build", "--full-refresh", "--select", "silver", "orders", "order_items", "--exclude-resource-type", "test",
+    dbt("build", "--full-refresh", "--select", "silver", "orders", "order_items", "outbox_orders", "outbox_order_items", "--exclude-resource-type", "test",
         "--exclude-resource-type", "unit_test")
     assert_silver_equals_sources(spark, cdc_stack)
     assert_gold_equals_source_query(spark, cdc_stack)

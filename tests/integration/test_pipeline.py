@@ -126,6 +126,15 @@ def assert_gold_matches(spark, batch_dirs: list[Path]) -> None:
         "select order_id, product_id, quantity, unit_price, discount from gold.order_items "
         "order by order_id, product_id").collect()]
     assert items == events.expected_items(batch)
+    # The same orders from the outbox's current document per order.
+    documents = [row.asDict() for row in spark.sql(
+        "select order_id, customer_id, order_date, status, ship_country, freight, customer_name, customer_country, "
+        "item_count from gold.outbox_orders order by order_id").collect()]
+    assert documents == events.expected_documents(batch)
+    document_items = [row.asDict() for row in spark.sql(
+        "select order_id, product_id, quantity, unit_price, discount from gold.outbox_order_items "
+        "order by order_id, product_id").collect()]
+    assert document_items == events.expected_items(batch)
     # The query-based table: every polled row, by updated-at.
     products = [row.asDict() for row in spark.sql(
         "select product_id, product_name, unit_price, updated_at from silver.products order by product_id").collect()]

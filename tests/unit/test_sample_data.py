@@ -108,7 +108,8 @@ def test_layout_and_offsets(sample, records):
             assert start == expect_next[(topic, part)], "offsets continue across files and batches"
             expect_next[(topic, part)] = start + f["records"]
     topics = {t for (_, t, _) in records}
-    assert topics == {f"pagila.public.{t}" for t in pagila.TABLES} | {"mariadb.movies_db.movies", outbox.TOPIC, polled.TOPIC}
+    assert topics == {f"pagila.public.{t}" for t in pagila.TABLES} | {
+        "mariadb.movies_db.movies", outbox.TOPIC, outbox.DOCUMENT_TOPIC, polled.TOPIC}
     parts = {(t, p) for (_, t, p) in records}
     two = {"pagila.public.film_actor", "pagila.public.payment"}
     for topic in two:

@@ -1,6 +1,7 @@
 """Sample Debezium change streams from the Pagila dataset (PostgreSQL), a small
 invented MariaDB table (`mariadb.movies_db.movies`), an invented outbox
-(`outbox.northwind.cdc_events`) and a query-based table as a polling JDBC-style source
+(`outbox.northwind.cdc_events`, and its current document per order
+`outbox.northwind.order_outbox`) and a query-based table as a polling JDBC-style source
 sends it (`query.northwind.products`), laid out like the Kafka Connect S3
 sink writes them:
 
@@ -44,6 +45,7 @@ TOPIC_LAYOUT = {
     "payment": (ENVELOPE, False, 2),
     "movies": (ENVELOPE, False, 1),  # MariaDB, JsonConverter schemas.enable=false
     "cdc_events": (ENVELOPE, False, 1),  # the outbox (PostgreSQL), schemas.enable=false
+    "order_outbox": (ENVELOPE, False, 1),  # the outbox's current document per order, the same
     "products": (POLLED, False, 1),  # query-based (JDBC-style source, timestamp mode)
 }
 # every captured table, Pagila's then MariaDB's
@@ -103,6 +105,11 @@ def generate(pagila_dir: str | Path, out: str | Path, seed: int = DEFAULT_SEED) 
         "primary_key": outbox.PRIMARY_KEY, "columns": outbox.COLUMNS, "columns_added_later": [],
         "tombstones": True,
     }
+    manifest["tables"][outbox.DOCUMENT_TABLE] = {
+        "topic": outbox.DOCUMENT_TOPIC, "shape": ENVELOPE, "schema_wrapper": False, "partitions": 1,
+        "primary_key": outbox.DOCUMENT_KEY, "columns": outbox.DOCUMENT_COLUMNS, "columns_added_later": [],
+        "tombstones": True,
+    }
     manifest["tables"][polled.TABLE] = {
         "topic": polled.TOPIC, "shape": POLLED, "schema_wrapper": False, "partitions": 1,
         "primary_key": polled.PRIMARY_KEY, "columns": polled.COLUMNS, "columns_added_later": [],
@@ -135,6 +142,8 @@ def generate(pagila_dir: str | Path, out: str | Path, seed: int = DEFAULT_SEED) 
             add(mariadb.TABLE, mariadb.TOPIC, key, ev["op"], mariadb.record_value(ev))
         for ev in outbox_events.batches[batch]:
             add(outbox.TABLE, outbox.TOPIC, ev["key"], ev["op"], outbox.record_value(ev))
+        for ev in outbox_events.documents[batch]:
+            add(outbox.DOCUMENT_TABLE, outbox.DOCUMENT_TOPIC, ev["key"], ev["op"], outbox.record_value(ev))
         for row in polled_rows.batches[batch]:
             add(polled.TABLE, polled.TOPIC, {"product_id": row["product_id"]}, "r", polled.record_value(row))
         files = []

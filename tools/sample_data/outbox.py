@@ -1,6 +1,7 @@
-"""A third source: the outbox table northwind.cdc_events (stack/sql/northwind.sql),
-captured by the Debezium PostgreSQL connector `northwind-outbox` as envelopes with
-JsonConverter schemas off, one partition.
+"""A third source: the outbox tables of stack/sql/northwind.sql, captured by the Debezium
+PostgreSQL connector `northwind-outbox` as envelopes with JsonConverter schemas off, one
+partition each: northwind.cdc_events (an event log, one row per event) and
+northwind.order_outbox (the current document per order, updated in place).
 
 Orders and their items are invented here. Every change of an order writes one event
 whose `payload` is the order's whole JSON document (a JSON string, as Debezium sends
@@ -8,7 +9,8 @@ whose `payload` is the order's whole JSON document (a JSON string, as Debezium s
 is the snapshot (all events at one LSN); batch 2 changes orders, items and adds an
 order (several events in one transaction); batch 3 deletes an order and purges the
 oldest outbox rows (deletes of cdc_events, each followed by a tombstone), which gold
-must ignore.
+must ignore. order_outbox gets the same changes as row changes of one row per order:
+created (r in the snapshot, else c), updated (u) and deleted (d) with the order.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import json
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
-from testdata.debezium import CONNECTOR_VERSION, zoned_timestamp
+from testdata.debezium import CONNECTOR_VERSION, encode_row, zoned_timestamp
 
 SERVER_NAME = "outbox"
 DB_NAME = "pagila"
@@ -28,6 +30,18 @@ TOPIC = f"{SERVER_NAME}.{PG_SCHEMA}.{TABLE}"
 PRIMARY_KEY = ["event_id"]
 COLUMNS = {"event_id": "int8", "aggregate_type": "text", "aggregate_id": "text", "event_type": "text",
            "payload": "jsonb", "created_at": "timestamptz"}
+
+DOCUMENT_TABLE = "order_outbox"
+DOCUMENT_TOPIC = f"{SERVER_NAME}.{PG_SCHEMA}.{DOCUMENT_TABLE}"
+DOCUMENT_KEY = ["order_id"]
+DOCUMENT_COLUMNS = {"order_id": "integer", "customer_id": "integer", "order_date": "date", "status": "text",
+                    "ship_country": "text", "freight": "numeric(10,2)", "items": "jsonb", "customer": "jsonb",
+                    "updated_at": "timestamp with time zone"}
+# What a delete's before image holds besides the key (REPLICA IDENTITY DEFAULT).
+DOCUMENT_DELETE = {"primary_key": DOCUMENT_KEY, "defaults": {"updated_at": "1970-01-01T00:00:00.000000Z"},
+                   "not_null": {"customer_id", "order_date", "status", "freight", "items", "customer", "updated_at"}}
+CUSTOMERS = {1: ("Alder Trading", "Norway"), 2: ("Birchwood Foods", "Canada"), 3: ("Cedar Market", "Chile"),
+             4: ("Dune Grocers", "Morocco"), 5: ("Elm Street Deli", "Ireland"), 6: ("Fjord Provisions", "Iceland")}
 
 START = datetime(2024, 6, 3, 8, 0, 0)
 SNAPSHOT_LSN = 40_000_000
@@ -51,6 +65,19 @@ ORDERS = [
 ]
 
 
+def items_document(order: dict) -> list[dict]:
+    return [{"product_id": p, "quantity": i["quantity"], "unit_price": float(i["unit_price"]),
+             "discount": float(i["discount"])} for p, i in sorted(order["items"].items())]
+
+
+def document_row(order: dict, updated_at: datetime) -> dict:
+    """The order's row in northwind.order_outbox (jsonb columns as their text)."""
+    name, country = CUSTOMERS[order["customer_id"]]
+    return {**{k: v for k, v in order.items() if k != "items"}, "items": json.dumps(items_document(order)),
+            "customer": json.dumps({"customer_id": order["customer_id"], "company_name": name, "country": country}),
+            "updated_at": updated_at}
+
+
 def document(order: dict) -> str:
     """The order as the trigger's jsonb, as text (numbers as numbers, items by product)."""
     items = [{"product_id": p, "quantity": i["quantity"], "unit_price": float(i["unit_price"]),
@@ -66,6 +93,7 @@ class OutboxWorkload:
         self.state: dict[int, dict] = {}
         self.states: dict[int, dict[int, dict]] = {}  # the orders after each batch
         self.batches: dict[int, list[dict]] = {1: [], 2: [], 3: []}
+        self.documents: dict[int, list[dict]] = {1: [], 2: [], 3: []}  # order_outbox's row changes
         self.next_event = 1
         self.lsn = SNAPSHOT_LSN
         self.tx = 900
@@ -91,6 +119,20 @@ class OutboxWorkload:
         self.clock += timedelta(seconds=7)
         self.batches[batch].append({"key": {"event_id": row["event_id"]}, "op": op, "before": None, "after": row,
                                     "source": self._source(snapshot, self.lsn, self.tx)})
+        self._document(batch, order_id, event_type, op, snapshot)
+
+    def _document(self, batch: int, order_id: int, event_type: str, op: str, snapshot: str) -> None:
+        """The order's row change in order_outbox, written by the same trigger."""
+        source = {**self._source(snapshot, self.lsn, self.tx), "table": DOCUMENT_TABLE}
+        key = {"order_id": order_id}
+        if event_type == "order_deleted":
+            before = encode_row(DOCUMENT_COLUMNS, key, old_key_of=DOCUMENT_DELETE)
+            change = {"op": "d", "before": before, "after": None}
+        else:
+            after = encode_row(DOCUMENT_COLUMNS, document_row(self.state[order_id], self.clock))
+            change = {"op": "r" if op == "r" else "c" if event_type == "order_created" else "u",
+                      "before": None, "after": after}
+        self.documents[batch].append({"key": key, **change, "source": source})
 
     def _purge(self, batch: int, event_id: int) -> None:
         """DELETE FROM cdc_events (REPLICA IDENTITY DEFAULT: the key, NOT NULL columns their zero)."""
@@ -141,6 +183,12 @@ class OutboxWorkload:
     def expected_orders(self, batch: int = 3) -> list[dict]:
         """Gold `orders` once batches 1..batch are built."""
         return [{k: v for k, v in o.items() if k != "items"} for _, o in sorted(self.states[batch].items())]
+
+    def expected_documents(self, batch: int = 3) -> list[dict]:
+        """Gold `outbox_orders` once batches 1..batch are built."""
+        return [{**{k: v for k, v in o.items() if k != "items"}, "customer_name": CUSTOMERS[o["customer_id"]][0],
+                 "customer_country": CUSTOMERS[o["customer_id"]][1], "item_count": len(o["items"])}
+                for _, o in sorted(self.states[batch].items())]
 
     def expected_items(self, batch: int = 3) -> list[dict]:
         """Gold `order_items` once batches 1..batch are built."""
