@@ -25,10 +25,10 @@ from core.spark import session_settings
 from ingestion import avro_wire, kafka_source, load, transform
 from ingestion.errors import SchemaRegistryError
 from ingestion.load import QUARANTINE_TABLE, validate_bronze_schema, write_tables
-from ingestion.pipeline import CACHE_SETTINGS
+from ingestion.pipeline import CACHE_SETTINGS, log_quarantine
 from ingestion.registry import SchemaRegistryClient
 from ingestion.sources import default_sources_yml, load_primary_keys
-from ingestion.summary import SAMPLES_PER_TOPIC, RunSummary, TableSummary, log_quarantine, newest_of
+from ingestion.summary import SAMPLES_PER_TOPIC, RunSummary, TableSummary, newest_of
 
 log = logging.getLogger(__name__)
 

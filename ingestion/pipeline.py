@@ -22,7 +22,7 @@ from core.spark import session_settings
 from ingestion import extract, formats, load, naming, transform
 from ingestion.errors import UsageError
 from ingestion.sources import PrimaryKeys, default_sources_yml, load_primary_keys
-from ingestion.summary import SAMPLES_PER_TOPIC, RunSummary, file_stats, log_quarantine, summarize
+from ingestion.summary import SAMPLES_PER_TOPIC, RunSummary, file_stats, summarize
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +56,22 @@ def _validate(config: IngestConfig) -> None:
             re.compile(config.topics)
         except re.error as exc:
             raise UsageError(f"--topics {config.topics!r} is not a valid regular expression: {exc}") from exc
+
+
+def log_quarantine(samples: list, summary: RunSummary) -> None:
+    """Logs each sample quarantined line and how many more each topic had, under this
+    module's logger (`ingestion.pipeline`, which alerts match) for file and Kafka runs."""
+    by_topic: dict[str, list] = {}
+    for row in samples:
+        by_topic.setdefault(row["_topic"], []).append(row)
+    for table in summary.tables:
+        if not table.quarantined:
+            continue
+        for row in by_topic.get(table.topic, []):
+            log.warning("quarantined %s line %s: %s", row["_source_file"], row["_source_line"], row["reason"])
+        more = table.quarantined - len(by_topic.get(table.topic, []))
+        if more > 0:
+            log.warning("... and %d more quarantined record(s) of topic %s", more, table.topic)
 
 
 def _reject_table_collisions(files: list[extract.SourceFile], landed: set[str]) -> list[extract.SourceFile]:

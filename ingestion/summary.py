@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ingestion import extract, transform
-
-log = logging.getLogger(__name__)
 
 # Quarantined lines logged per topic (the rest are counted).
 SAMPLES_PER_TOPIC = 3
@@ -115,20 +112,6 @@ class RunSummary:
         if self.duplicates:
             counts.append(f"{self.duplicates} duplicate record(s) (an offset another file of the run holds with the same record)")
         return [f"skipped by rule: {', '.join(counts)}"] if counts else []
-
-
-def log_quarantine(samples: list, summary: RunSummary) -> None:
-    by_topic: dict[str, list] = {}
-    for row in samples:
-        by_topic.setdefault(row["_topic"], []).append(row)
-    for table in summary.tables:
-        if not table.quarantined:
-            continue
-        for row in by_topic.get(table.topic, []):
-            log.warning("quarantined %s line %s: %s", row["_source_file"], row["_source_line"], row["reason"])
-        more = table.quarantined - len(by_topic.get(table.topic, []))
-        if more > 0:
-            log.warning("... and %d more quarantined record(s) of topic %s", more, table.topic)
 
 
 def file_stats(splits: list) -> dict[str, dict[str, int]]:
