@@ -20,7 +20,6 @@ from ingestion import formats
 from ingestion.errors import InputNotFoundError, SinkFileError
 from ingestion.naming import (
     FILE_NAME_PATTERN,
-    FORMAT_JSON,
     parse_file_name,
     partition_of_dir,
     table_for_topic,
@@ -107,7 +106,7 @@ class SourceFile:
     contiguous: bool = True
     keys_uri: str | None = None  # its record keys file (KEYS_SUFFIX), as Spark reports it
     keys_read_path: str | None = None  # the same, as Hadoop's Path(String) expects it
-    format: str = FORMAT_JSON  # the ingestion.formats name its file name gives
+    format: str = formats.JSON  # the ingestion.formats name its file name gives
     # What its format's inspect found to read it with (None: nothing to find). Files with
     # the same one are read in one pass.
     reader_schema: str | None = None
@@ -215,7 +214,7 @@ def _source_file(jvm: Any, status: Any, topic: str, partition_dir: str | None, f
     partition, start_offset, error = _describe(name, topic, partition_dir)
     read = _readable(name, topic + folders + name)
     parsed = parse_file_name(name)
-    kind = parsed.format if parsed is not None else FORMAT_JSON
+    kind = parsed.format if parsed is not None else formats.JSON
     if hidden(name):
         error = error or HIDDEN_NOT_READ
     if error is None and status.getLen() == 0:

@@ -11,9 +11,6 @@ from ingestion import formats
 
 # Kafka Connect S3 sink (DefaultPartitioner): <topic>+<kafkaPartition>+<startOffset><extension>,
 # the extension its format writes (ingestion.formats).
-FORMAT_JSON = formats.JSON
-FORMAT_AVRO = formats.AVRO
-FORMAT_PARQUET = formats.PARQUET
 FILE_NAME = re.compile(r"^(?P<topic>.+)\+(?P<partition>\d+)\+(?P<offset>\d+)" + formats.extension_pattern() + "$")
 FILE_NAME_PATTERN = formats.file_name_pattern()
 PARTITION_DIR = re.compile(r"^partition=(?P<partition>\d+)$")
@@ -49,7 +46,7 @@ class ParsedFileName:
     topic: str
     partition: int
     start_offset: int
-    format: str = FORMAT_JSON  # ingestion.formats: the format's name
+    format: str = formats.JSON  # ingestion.formats: the format's name
     codec: str | None = None  # a format that names its codec (Parquet): its extension ("" for none)
 
 
@@ -59,7 +56,7 @@ def parse_file_name(name: str) -> ParsedFileName | None:
     if match is None:
         return None
     kind = next(f for f in formats.FORMATS if match[f.name] is not None)
-    codec = (match["codec"] or "") if "codec" in kind.extension else None
+    codec = (match["codec"] or "") if "codec" in re.compile(kind.extension).groupindex else None
     return ParsedFileName(match["topic"], int(match["partition"]), int(match["offset"]), kind.name, codec)
 
 

@@ -266,7 +266,8 @@ class Postgres:
             end if;"""
             for p in PK_LESS_PARTITIONS
         )
-        # A publication made before a table joined the list gains it.
+        # Each outbox table joins the publication unless it is a member: a publication made
+        # before a table joined the list gains it.
         outbox_members = "\n".join(
             f"""
               if to_regclass('{t}') is not null and not exists (
@@ -286,7 +287,7 @@ class Postgres:
                   with (publish_via_partition_root = true);
               end if;
               if not exists (select from pg_publication where pubname = '{OUTBOX_PUBLICATION}') then
-                create publication {OUTBOX_PUBLICATION} for table {", ".join(OUTBOX_TABLES)};
+                create publication {OUTBOX_PUBLICATION};
               end if;
               {outbox_members}
             end $$;

@@ -95,9 +95,9 @@ language sql stable as $$
     where o.order_id = p_order_id
 $$;
 
--- Makes the order's row in order_outbox match the order: written, or deleted when the
--- order is gone.
-create function northwind.write_order_document(p_order_id integer) returns void
+-- Makes the order's row in order_outbox match the order: written with `p_items` (its
+-- document's items), or deleted when the order is gone.
+create function northwind.write_order_document(p_order_id integer, p_items jsonb) returns void
 language plpgsql as $$
 begin
     insert into northwind.order_outbox as d (
@@ -110,7 +110,7 @@ begin
         o.status,
         o.ship_country,
         o.freight,
-        northwind.order_document(o.order_id) -> 'items',
+        p_items,
         jsonb_build_object('customer_id', c.customer_id, 'company_name', c.company_name, 'country', c.country),
         clock_timestamp()
     from northwind.orders as o
@@ -136,16 +136,15 @@ language plpgsql as $$
 declare
     document jsonb;
 begin
-    perform northwind.write_order_document(p_order_id);
+    -- the order's state now (null once it is gone), read once for both outboxes
+    document := northwind.order_document(p_order_id);
+    perform northwind.write_order_document(p_order_id, document -> 'items');
     if p_event_type = 'order_deleted' then
         -- the order is gone: the event carries its key only
         document := jsonb_build_object('order_id', p_order_id);
-    else
-        document := northwind.order_document(p_order_id);
+    elsif document is null then
         -- an item change caused by the order's own delete (cascade): the delete event says it
-        if document is null then
-            return;
-        end if;
+        return;
     end if;
     insert into northwind.cdc_events (aggregate_type, aggregate_id, event_type, payload)
     values ('order', p_order_id::text, p_event_type, document);
