@@ -177,7 +177,7 @@ def runner_args(base: Path, report: Path) -> list[str]:
     project = base / "project"
     return ["--input", str(base / "landing" / "topics"),
             "--sources-yml", str(project / "models" / "silver" / "_silver__sources.yml"),
-            f"--dbt-arg=--project-dir", f"--dbt-arg={project}", "--report", str(report)]
+            "--dbt-arg=--project-dir", f"--dbt-arg={project}", "--report", str(report)]
 
 
 def pass_seconds(report: dict) -> float:
@@ -261,15 +261,13 @@ def one_size(work: Path, tables: int, rounds: int, baseline: bool) -> Iterator[d
     for index in range(tables):
         landing.land(index, KEYS)
     first = cold_pass(base, "first")
-    yield {"tables": tables, "mode": "first build", "round": 1, "pass_seconds": round(pass_seconds(first), 2),
-           "process_seconds": round(first["wall"], 2), "models_built": models_built(first)}
+    yield row_of(tables, "first build", 1, first, first["wall"])
     runs = [("cold", ())] * rounds + ([("cold, every model (--build-always)", ("--build-always",))] if baseline else [])
     for number, (mode, extra) in enumerate(runs, start=1):
         for index in range(CHANGED):
             landing.land(index, EVENTS)
         report = cold_pass(base, f"cold-{number}", extra)
-        yield {"tables": tables, "mode": mode, "round": number, "pass_seconds": round(pass_seconds(report), 2),
-               "process_seconds": round(report["wall"], 2), "models_built": models_built(report)}
+        yield row_of(tables, mode, number, report, report["wall"])
     (base / "landing.json").write_text(json.dumps(
         {"passes": passes, "landed": landing.landed, "offsets": landing.offsets}))
     log = base / "logs" / "warm.log"
@@ -280,9 +278,22 @@ def one_size(work: Path, tables: int, rounds: int, baseline: bool) -> Iterator[d
     if code != 0:
         raise SystemExit(f"the warm passes at {tables} tables failed: see {log}")
     for number, report in enumerate(json.loads((base / "warm.json").read_text())):
-        yield {"tables": tables, "mode": "warm-up" if report["warm_up"] else "warm", "round": number,
-               "pass_seconds": round(pass_seconds(report), 2), "process_seconds": "",
-               "models_built": models_built(report)}
+        yield row_of(tables, "warm-up" if report["warm_up"] else "warm", number, report)
+
+
+def row_of(tables: int, mode: str, number: int, report: dict, process: float | None = None) -> dict:
+    """A CSV row of one pass: its time, its steps' (the runner's and the ingestion's) and
+    its process's wall time for a cold pass."""
+    steps = report["seconds"]
+    ingestion_steps = (report.get("ingestion") or {}).get("seconds") or {}
+    return {"tables": tables, "mode": mode, "round": number, "pass_seconds": round(pass_seconds(report), 2),
+            "process_seconds": "" if process is None else round(process, 2), "models_built": models_built(report),
+            **{f"{step}_seconds": round(steps.get(step, 0.0), 2) for step in PASS_STEPS},
+            "ingestion_steps": ";".join(f"{step}={value:.2f}" for step, value in ingestion_steps.items())}
+
+
+# The runner's steps a pass's time adds up (pass_seconds), as CSV columns.
+PASS_STEPS = ("ingestion", "selection", "dbt_build")
 
 
 def models_built(report: dict) -> int:
@@ -302,7 +313,8 @@ def write(rows: list[dict], out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "many_tables.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=["tables", "mode", "round", "pass_seconds", "process_seconds",
-                                               "models_built"])
+                                               "models_built", *[f"{step}_seconds" for step in PASS_STEPS],
+                                               "ingestion_steps"])
         writer.writeheader()
         writer.writerows(rows)
     mid = medians(rows)
@@ -329,10 +341,11 @@ def write(rows: list[dict], out: Path) -> None:
     for size in sizes:
         lines.append(f"| {size} | " + " | ".join(
             f"{mid[(size, mode)]:.2f}" if (size, mode) in mid else "-" for mode in MODES) + " |")
-    lines += ["", "## Passes", "", "| tables | mode | round | pass s | process s | models built |",
-              "|---:|---|---:|---:|---:|---:|"]
+    lines += ["", "## Passes", "", "| tables | mode | round | pass s | process s | models built | ingestion s "
+              "| dbt build s | the ingestion's steps (s) |", "|---:|---|---:|---:|---:|---:|---:|---:|---|"]
     lines += [f"| {r['tables']} | {r['mode']} | {r['round']} | {r['pass_seconds']} | {r['process_seconds']} | "
-              f"{r['models_built']} |" for r in rows]
+              f"{r['models_built']} | {r.get('ingestion_seconds', '')} | {r.get('dbt_build_seconds', '')} | "
+              f"{(r.get('ingestion_steps') or '').replace(';', ', ')} |" for r in rows]
     (out / "many_tables.md").write_text("\n".join(lines) + "\n")
     plot(rows, out / "many_tables.png")
 

@@ -99,16 +99,19 @@ def _run(spark: SparkSession, config: IngestConfig) -> RunSummary:
     keys = load_primary_keys(sources_yml)
     schema = config.bronze_schema
 
-    listing = extract.list_sink(spark, config.input_uri, config.topics)
+    summary = RunSummary(reprocess=config.reprocess)
+    with summary.timed("listing"):
+        listing = extract.list_sink(spark, config.input_uri, config.topics)
     files = listing.files
-    load.ensure_schema(spark, schema)
-    done, landed_topics = load.read_ledger(spark, schema, load.LEDGER_TABLE)
+    with summary.timed("ledger_read"):
+        load.ensure_schema(spark, schema)
+        done, landed_topics = load.read_ledger(spark, schema, load.LEDGER_TABLE)
     if config.reprocess:
         done = set()
     new_files = _reject_table_collisions([f for f in files if f.uri not in done], landed_topics)
-    summary = RunSummary(files_skipped=len(files) - len(new_files), skipped=_count_skipped(listing.skipped),
-                         reprocess=config.reprocess)
-    new_files = extract.within_offset_range(spark, extract.inspect(spark, new_files))
+    summary.files_skipped, summary.skipped = len(files) - len(new_files), _count_skipped(listing.skipped)
+    with summary.timed("inspection"):
+        new_files = extract.within_offset_range(spark, extract.inspect(spark, new_files))
     if not new_files:
         log.info("no new files under %s (%d already ingested)", config.input_uri, summary.files_skipped)
         return summary
@@ -131,27 +134,32 @@ def _run(spark: SparkSession, config: IngestConfig) -> RunSummary:
         try:
             # One stage builds the cache and counts it per file split: the lines are numbered
             # from those counts, so the files are read once (docs/decisions/ingestion-one-pass.md).
-            with session_settings(spark, ONE_PASS_SETTINGS):
+            with summary.timed("reading"), session_settings(spark, ONE_PASS_SETTINGS):
                 splits = transform.split_stats(cached[0]).collect()
             stats = file_stats(splits)
             input_bytes = _input_bytes(new_files, splits)
             placed = transform.place_lines(cached[0], splits, new_files)
             if extract.share_offsets(new_files, {uri: row["lines"] for uri, row in stats.items()}):
                 cached.pop().unpersist()
-                placed, stats = _resolve_copies(spark, prepared, new_files, cached)
+                with summary.timed("reading"):
+                    placed, stats = _resolve_copies(spark, prepared, new_files, cached)
             summary.tables = summarize(new_files, stats, key_map)
             samples = transform.quarantine_samples(placed, SAMPLES_PER_TOPIC).collect() if summary.quarantined else []
             log_quarantine(samples, summary)
 
-            created = ensured()
-            load.write_tables(spark, schema, placed, set(input_bytes), summary.tables, ingested_at, input_bytes=input_bytes,
-                         created=created)
+            with summary.timed("bronze_writes"):
+                created = ensured()
+                load.write_tables(spark, schema, placed, set(input_bytes), summary.tables, ingested_at,
+                                  input_bytes=input_bytes, created=created)
             # Unless replaying, the ledger holds none of these files: they are the ones this
             # run found missing from it, and runs into a schema do not overlap (run()).
-            load.write_ledger(spark, schema, new_files, stats, ingested_at, created[load.LEDGER_TABLE] or not config.reprocess)
+            with summary.timed("ledger_write"):
+                load.write_ledger(spark, schema, new_files, stats, ingested_at,
+                                  created[load.LEDGER_TABLE] or not config.reprocess)
         finally:
             for frame in cached:
                 frame.unpersist()
+    log.debug("ingestion steps: %s", ", ".join(f"{step} {value:.2f}s" for step, value in summary.seconds.items()))
     return summary
 
 

@@ -171,6 +171,12 @@ def test_many_tables_warm_passes_build_what_changed_and_agree(spark, tmp_path):
         assert measured["selection"]["changed_bronze_tables"] == ["many_public_t000", "many_public_t001"]
         assert many_tables.models_built(measured) == many_tables.CHANGED, measured["dbt"]
         assert many_tables.pass_seconds(measured) > 0
+        row = many_tables.row_of(tables, "warm", 1, measured)
+        # the ingestion's steps, each timed, fit inside the ingestion the runner timed
+        steps = measured["ingestion"]["seconds"]
+        assert {"listing", "ledger_read", "reading", "bronze_writes", "ledger_write"} <= set(steps), steps
+        assert 0 < sum(steps.values()) <= measured["seconds"]["ingestion"], (steps, measured["seconds"])
+        assert row["ingestion_steps"].count("=") == len(steps) and row["dbt_build_seconds"] > 0, row
         many_tables.check(spark, landing, tables)
         assert landing.expected(0) != landing.expected(2)  # the check compares tables that differ
     finally:
