@@ -180,9 +180,13 @@ def runner_args(base: Path, report: Path) -> list[str]:
             "--dbt-arg=--project-dir", f"--dbt-arg={project}", "--report", str(report)]
 
 
+# The runner's steps a pass's time adds up (pass_seconds), each a CSV column too.
+PASS_STEPS = ("ingestion", "selection", "dbt_build")
+
+
 def pass_seconds(report: dict) -> float:
     """From the start of the pass's ingestion to the end of its build."""
-    return sum(report["seconds"].get(step, 0.0) for step in ("ingestion", "selection", "dbt_build"))
+    return sum(report["seconds"].get(step, 0.0) for step in PASS_STEPS)
 
 
 def cold_pass(base: Path, name: str, extra: tuple[str, ...] = ()) -> dict:
@@ -290,10 +294,6 @@ def row_of(tables: int, mode: str, number: int, report: dict, process: float | N
             "process_seconds": "" if process is None else round(process, 2), "models_built": models_built(report),
             **{f"{step}_seconds": round(steps.get(step, 0.0), 2) for step in PASS_STEPS},
             "ingestion_steps": ";".join(f"{step}={value:.2f}" for step, value in ingestion_steps.items())}
-
-
-# The runner's steps a pass's time adds up (pass_seconds), as CSV columns.
-PASS_STEPS = ("ingestion", "selection", "dbt_build")
 
 
 def models_built(report: dict) -> int:

@@ -19,6 +19,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
 from core.spark import session_settings
+from core.timing import timed
 from ingestion import extract, formats, load, naming, transform
 from ingestion.errors import UsageError
 from ingestion.sources import PrimaryKeys, default_sources_yml, load_primary_keys
@@ -100,17 +101,17 @@ def _run(spark: SparkSession, config: IngestConfig) -> RunSummary:
     schema = config.bronze_schema
 
     summary = RunSummary(reprocess=config.reprocess)
-    with summary.timed("listing"):
+    with timed(summary.seconds, "listing"):
         listing = extract.list_sink(spark, config.input_uri, config.topics)
     files = listing.files
-    with summary.timed("ledger_read"):
+    with timed(summary.seconds, "ledger_read"):
         load.ensure_schema(spark, schema)
         done, landed_topics = load.read_ledger(spark, schema, load.LEDGER_TABLE)
     if config.reprocess:
         done = set()
     new_files = _reject_table_collisions([f for f in files if f.uri not in done], landed_topics)
     summary.files_skipped, summary.skipped = len(files) - len(new_files), _count_skipped(listing.skipped)
-    with summary.timed("inspection"):
+    with timed(summary.seconds, "inspection"):
         new_files = extract.within_offset_range(spark, extract.inspect(spark, new_files))
     if not new_files:
         log.info("no new files under %s (%d already ingested)", config.input_uri, summary.files_skipped)
@@ -134,26 +135,26 @@ def _run(spark: SparkSession, config: IngestConfig) -> RunSummary:
         try:
             # One stage builds the cache and counts it per file split: the lines are numbered
             # from those counts, so the files are read once (docs/decisions/ingestion-one-pass.md).
-            with summary.timed("reading"), session_settings(spark, ONE_PASS_SETTINGS):
+            with timed(summary.seconds, "reading"), session_settings(spark, ONE_PASS_SETTINGS):
                 splits = transform.split_stats(cached[0]).collect()
             stats = file_stats(splits)
             input_bytes = _input_bytes(new_files, splits)
             placed = transform.place_lines(cached[0], splits, new_files)
             if extract.share_offsets(new_files, {uri: row["lines"] for uri, row in stats.items()}):
                 cached.pop().unpersist()
-                with summary.timed("reading"):
+                with timed(summary.seconds, "reading"):
                     placed, stats = _resolve_copies(spark, prepared, new_files, cached)
             summary.tables = summarize(new_files, stats, key_map)
             samples = transform.quarantine_samples(placed, SAMPLES_PER_TOPIC).collect() if summary.quarantined else []
             log_quarantine(samples, summary)
 
-            with summary.timed("bronze_writes"):
+            with timed(summary.seconds, "bronze_writes"):
                 created = ensured()
                 load.write_tables(spark, schema, placed, set(input_bytes), summary.tables, ingested_at,
                                   input_bytes=input_bytes, created=created)
             # Unless replaying, the ledger holds none of these files: they are the ones this
             # run found missing from it, and runs into a schema do not overlap (run()).
-            with summary.timed("ledger_write"):
+            with timed(summary.seconds, "ledger_write"):
                 load.write_ledger(spark, schema, new_files, stats, ingested_at,
                                   created[load.LEDGER_TABLE] or not config.reprocess)
         finally:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping
+from typing import Any, Mapping
 
 from ingestion import extract, transform
 
@@ -63,7 +61,7 @@ class RunSummary:
     skipped: dict[str, int] = field(default_factory=dict)  # extract.SKIP_RULES key -> entries skipped by it
     batches: int | None = None  # Kafka runs: micro-batches processed (files are not used)
     reprocess: bool = False  # the ledger was ignored: the files were read again
-    seconds: dict[str, float] = field(default_factory=dict)  # step of the run -> its duration (timed)
+    seconds: dict[str, float] = field(default_factory=dict)  # step of the run -> its duration (core.timing)
 
     @property
     def quarantined(self) -> int:
@@ -79,16 +77,6 @@ class RunSummary:
                 "skipped_by_rule": dict(self.skipped), "kafka_micro_batches": self.batches,
                 "reprocess": self.reprocess, "quarantined": self.quarantined,
                 "seconds": {step: round(value, 3) for step, value in self.seconds.items()}}
-
-    @contextmanager
-    def timed(self, step: str) -> Iterator[None]:
-        """Adds the time the block takes to `seconds[step]`, so a pass's report shows
-        where its ingestion went (docs/reference/runner-report.md)."""
-        started = time.monotonic()
-        try:
-            yield
-        finally:
-            self.seconds[step] = self.seconds.get(step, 0.0) + time.monotonic() - started
 
     def table(self, name: str) -> TableSummary:
         return next(t for t in self.tables if t.table == name)

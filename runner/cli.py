@@ -31,6 +31,7 @@ from core.cli import configure_logging, number
 from core.exit_codes import (EXIT_BEHIND, EXIT_DIFFERENT, EXIT_FAILURE, EXIT_LOCKED, EXIT_OK, EXIT_QUARANTINED,
                               EXIT_STALE, EXIT_USAGE)
 from core.lock import RunLockedError, exclusive
+from core.timing import timed
 from ingestion import cli as ingestion_cli
 from ingestion.errors import IngestionError, UsageError
 from runner import hudi_timeline, selection, table_services
@@ -153,8 +154,7 @@ def table_services_step(code: int, target: str | None, retention: table_services
     if code not in BUILT:
         return code
     step = "table_services" if compaction_budget is None else "compaction"
-    started = time.monotonic()
-    try:
+    with timed(report.seconds, step):
         if compaction_budget is None:
             results = table_services.run(get_session(target), retention)
             report.table_services = [result.as_report() for result in results]
@@ -162,8 +162,6 @@ def table_services_step(code: int, target: str | None, retention: table_services
             done = table_services.compact_due(get_session(target), compaction_budget)
             results = done.results
             report.compaction = done.as_report()
-    finally:
-        report.seconds[step] = time.monotonic() - started
     return EXIT_FAILURE if any(result.error for result in results) else code
 
 
@@ -310,10 +308,9 @@ def freshness_step(code: int, dbt_args: list[str], report: PassReport, excluded:
     otherwise fine."""
     from dbt.cli.main import dbtRunner
 
-    started = time.monotonic()
-    result = dbtRunner().invoke(["source", "freshness", *_dbt_common_args(dbt_args), *_selection(dbt_args),
-                                 *excluded])
-    report.seconds["freshness"] = time.monotonic() - started
+    with timed(report.seconds, "freshness"):
+        result = dbtRunner().invoke(["source", "freshness", *_dbt_common_args(dbt_args), *_selection(dbt_args),
+                                     *excluded])
     if result.result is None:
         log.error("dbt source freshness failed: %s", result.exception)
         return EXIT_FAILURE
@@ -400,12 +397,11 @@ def one_pass(ingest_args: argparse.Namespace, dbt_args: list[str], target: str |
         # the pass's state and result selectors mostly match nothing: dbt's warning for
         # each of them says nothing about the pass
         selected = [*selected, "--warn-error-options", json.dumps({"silence": ["NoNodesForSelectionCriteria"]})]
-    building = time.monotonic()
     excluded = _excluded(missing)
     # the parse's manifest: the build need not parse the project again
-    result = dbtRunner(manifest=parsed.result).invoke(
-        ["build", *_dbt_common_args(dbt_args), *types, *selected, *excluded, *dbt_args])
-    report.seconds["dbt_build"] = time.monotonic() - building
+    with timed(report.seconds, "dbt_build"):
+        result = dbtRunner(manifest=parsed.result).invoke(
+            ["build", *_dbt_common_args(dbt_args), *types, *selected, *excluded, *dbt_args])
     results = getattr(result.result, "results", None)
     report.dbt = dbt_section(results, result.success)
     if build is not None and results is not None:
@@ -457,9 +453,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 elif args.table_services:
                     code = table_services_step(code, target, retention, report, args.compaction_budget)
                 if args.verify:
-                    verify_started = time.monotonic()
-                    code = verify_step(code, verify_args, target)
-                    report.seconds["verify"] = time.monotonic() - verify_started
+                    with timed(report.seconds, "verify"):
+                        code = verify_step(code, verify_args, target)
         except UsageError as exc:
             log.error("%s", exc)
             _write_report(args.report, report, EXIT_USAGE, str(exc))
