@@ -9,7 +9,12 @@ table keeps, hence how far back time travel (cdc_as_of) and Hudi's incremental q
 reach. A state table's write still plans a compaction every 5 delta commits; after each
 pass the runner runs the plans within a time budget (compact_pending), and with the
 full services it compacts whatever logs remain so that readers between passes read
-base files only. A hand-run `dbt build` keeps compacting inline."""
+base files only. A hand-run `dbt build` compacts after publishing its rows.
+
+A silver state table whose newest delta commit its model's view has not published (a
+build stopped between the two, or one still running in another process) is not
+compacted: its base files would then show readers rows no view names yet
+(docs/decisions/silver-atomic-reads.md). The model's next build publishes them."""
 
 from __future__ import annotations
 
@@ -22,7 +27,7 @@ from pyspark.sql import SparkSession
 
 from core.identifiers import IDENTIFIER, TableNameError, validate_identifier
 from runner import hudi_timeline
-from status.collect import BUILD_TABLE, hudi_call
+from status.collect import BUILD_TABLE, STATE_SUFFIX, hudi_call
 
 log = logging.getLogger(__name__)
 
@@ -108,13 +113,38 @@ def hudi_tables(spark: SparkSession, schemas: Sequence[str] = SCHEMAS) -> list[t
     return sorted(found)
 
 
+def unpublished(spark: SparkSession, table: str, delta_commits: Sequence[str] | None = None) -> bool:
+    """True for a silver state table (`silver.<model>__cdc_state`) with a delta commit
+    newer than the instant its model's view published (`cdc.published`, read_path.sql).
+    `delta_commits`: the table's completed delta commits (requested instants), when the
+    caller has its timeline; else read with `show_commits`."""
+    schema, name = table.split(".", 1)
+    if schema != "silver" or not name.endswith(STATE_SUFFIX):
+        return False
+    view = f"silver.{name[:-len(STATE_SUFFIX)]}"
+    validate_identifier(view.split(".", 1)[1], "model")
+    if not spark.catalog.tableExists(view):
+        return False
+    published = dict(spark.sql(f"show tblproperties {view}").collect()).get("cdc.published")
+    if not published:
+        return False  # a view of the layout before generations: nothing to guard
+    if delta_commits is None:
+        delta_commits = [str(row["commit_time"]) for row in hudi_call(spark, "show_commits", table, limit=20)
+                         if row["action"] == "deltacommit"]
+    newer = [instant for instant in delta_commits if instant > published]
+    if newer:
+        log.warning("%s: not compacted: its delta commit %s is not published by %s's view yet (a build stopped "
+                    "after writing; the model's next build publishes it)", table, max(newer), view)
+    return bool(newer)
+
+
 def service_table(spark: SparkSession, table: str, table_type: str, retention: Retention) -> ServiceResult:
     """Compaction (merge-on-read: every log file into its base file, pending plans first),
     then cleaning to `retention.commits` commits, then archival."""
     result = ServiceResult(table=table, table_type=table_type)
     started = time.monotonic()
     try:
-        if table_type == "MERGE_ON_READ":
+        if table_type == "MERGE_ON_READ" and not unpublished(spark, table):
             # pending plans (a crashed build's) run first; a new one takes every log file now
             done = hudi_call(spark, "run_compaction", table, op="scheduleAndExecute",
                          options="hoodie.compact.inline.max.delta.commits=1")
@@ -176,7 +206,8 @@ def compact_due(spark: SparkSession, budget_seconds: float, after: int = COMPACT
         for name, timeline in hudi_timeline.timelines(spark, schema).items():
             plans = timeline.pending_compactions()
             deltas = timeline.delta_commits_since_compaction()
-            if plans or deltas >= after:
+            delta_commits = [requested for requested, _, action in timeline.completed if action == "deltacommit"]
+            if (plans or deltas >= after) and not unpublished(spark, f"{schema}.{name}", delta_commits):
                 due.append((0 if plans else 1, plans[0] if plans else "", -deltas, f"{schema}.{name}", plans))
     done = Compactions()
     started = time.monotonic()

@@ -12,7 +12,7 @@
     late, older event never resurrects it; the view leaves those rows out
     (docs/decisions/silver-one-state-table.md). The view reads the state table's base
     files and the recent table the builds since its last compaction wrote
-    (read_path.sql). With cdc_deletes='soft' the relation
+    (read_path.sql), each build published to readers in one step. With cdc_deletes='soft' the relation
     is the table itself, deleted rows flagged in it.
       first build / --full-refresh -> full_refresh.sql (rebuild from all of bronze)
       otherwise                    -> resets.sql (a new truncate or re-snapshot deletes
@@ -70,16 +70,19 @@
         {#- a new truncate or re-snapshot removes what it supersedes before the merge -#}
         {%- do cdc_ensure_upsert_properties(stored_relation, properties) -%}
         {%- do cdc_compaction_for_concurrent_builds() -%}
-        {%- if not soft -%}
-            {%- do cdc_trim_recent(target_relation, stored_relation) -%}
-        {%- endif -%}
+        {#- hard deletes: the view's generations (read_path.sql), written before the state
+            table and published in one step after it -#}
+        {%- set read_path = none if soft
+            else cdc_read_path_state(target_relation, stored_relation, cdc_table_properties(existing_relation)) -%}
         {%- set reset = cdc_apply_resets(target_relation, stored_relation, resets, properties.get('cdc.resets'),
-            primary_key) -%}
+            primary_key, read_path) -%}
         {%- if soft -%}
             {%- set result = cdc_merge_soft_deletes(stored_relation, batch, primary_key) -%}
         {%- else -%}
             {%- set result, max_order = cdc_merge(target_relation, stored_relation, batch, primary_key,
-                properties.get('cdc.max_order')) -%}
+                properties.get('cdc.max_order'), read_path) -%}
+            {%- do cdc_publish_build(target_relation, stored_relation, primary_key, read_path,
+                (config.get('hudi_options') or {}).get('hoodie.compact.inline.max.delta.commits', 5) | int) -%}
         {%- endif -%}
         {%- set result = result ~ (' reset' if reset else '') -%}
     {%- endif -%}

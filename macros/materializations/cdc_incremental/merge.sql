@@ -7,10 +7,10 @@
     Columns are listed (never `*`, which would drag in Hudi's `_hoodie_*` meta columns).
     Only columns some change left unavailable (Debezium's unchanged-TOAST placeholder)
     are read from the stored rows, for the keys that have them. The rows go to the
-    view's recent table first (read_path.sql); `max_order` is the newest `_cdc_order`
+    view's recent table first, in the build's generation `read_path` (read_path.sql); `max_order` is the newest `_cdc_order`
     the state table holds (its cdc.max_order, none if unknown). Returns the build's
     result text and the newest `_cdc_order` after it. -#}
-{% macro cdc_merge(target_relation, state_relation, batch, primary_key, max_order) %}
+{% macro cdc_merge(target_relation, state_relation, batch, primary_key, max_order, read_path) %}
     {%- set columns = cdc_model_columns() | map(attribute='name') | list -%}
     {%- set changes = cdc_batch_changes(batch) -%}
     {%- if changes.count > 0 -%}
@@ -41,7 +41,7 @@
             ) as change
         {%- endset -%}
         {%- do cdc_write_recent(target_relation, state_relation, rows_sql, primary_key,
-            checked=max_order is none or changes.oldest <= max_order) -%}
+            max_order is none or changes.oldest <= max_order, read_path) -%}
         {%- call statement('cdc_upsert_state') -%}
             insert into {{ state_relation }} (`{{ cdc_state_columns() | join('`, `') }}`)
             {{ rows_sql }}
@@ -90,9 +90,12 @@
     {%- endif -%}
     {%- do properties.update({'hoodie.combine.before.upsert': 'false'}) -%}
     {%- if deletes == 'hard' -%}
+        {#- the build compacts after publishing its rows (cdc_publish_build), never inside
+            the upsert, whose compaction would show readers part of the build -#}
         {%- do properties.update({
             'hoodie.payload.delete.field': '_cdc_op',
             'hoodie.payload.delete.marker': cdc_delete_marker(),
+            'hoodie.compact.inline': 'false',
         }) -%}
     {%- endif -%}
     {{ return(properties) }}

@@ -7,10 +7,21 @@
     query, column by column), and lays over them `<model>__cdc_recent`: a small parquet
     table of the rows the builds since the last compaction wrote to the state table
     (the view takes each key's newest), a key a reset removed as a row whose `_cdc_op`
-    is the delete marker. A build appends its rows there, as one file, before the
-    state table takes them, and empties it once a compaction has put everything in the
-    base files. A parquet append, not a Hudi write: a Hudi upsert of a few rows costs
-    more than the state table's own (docs/decisions/silver-read-path.md). -#}
+    is the delete marker. A parquet write, not a Hudi one: a Hudi upsert of a few rows
+    costs more than the state table's own (docs/decisions/silver-read-path.md).
+
+    Readers see one build at a time (docs/decisions/silver-atomic-reads.md): each build
+    writes its rows to a new partition of the recent table, a generation
+    (`cdc_generation`: the metastore's partition filters refuse a name that begins with
+    `_`), that no view names yet; the state table takes them; then one
+    metastore change, the view's new text, names the generations it reads. A build killed
+    before that change left nothing a reader sees; a reader that resolved the view before
+    it reads the generations it named, which stay for the next
+    `cdc_read_retention_generations` builds. A compaction changes no answer of the view:
+    it puts into the base files only rows a published generation already holds (the build
+    compacts after publishing, and the runner leaves a table with unpublished commits
+    alone), and the first build after it publishes a view without the generations it
+    covered. -#}
 
 
 {% macro cdc_recent_relation(target_relation) %}
@@ -42,10 +53,9 @@
 
 {#- After a full refresh: the read-optimized table over the new state table (Hudi's sync
     to a Hive metastore registers it with the state table; created here where nothing
-    did), an empty recent table, and the view over both. -#}
+    did), an empty recent table partitioned by generation, and the view over both. -#}
 {% macro cdc_create_read_path(target_relation, stored_relation, primary_key) %}
     {%- set base = cdc_base_files_relation(stored_relation) -%}
-    {%- set recent = cdc_recent_relation(target_relation) -%}
     {%- set location = [] -%}
     {%- for row in run_query('describe table extended ' ~ stored_relation) if row[0] == 'Location' -%}
         {%- do location.append(row[1]) -%}
@@ -56,15 +66,31 @@
         options ('hoodie.query.as.ro.table' = 'true')
     {%- endcall -%}
     {%- call statement('cdc_create_recent') -%}
-        create table {{ recent }} using parquet
-        as select `{{ cdc_state_columns() | join('`, `') }}` from {{ stored_relation }} where false
+        create table {{ cdc_recent_relation(target_relation) }}
+        using parquet
+        partitioned by (cdc_generation)
+        as select `{{ cdc_state_columns() | join('`, `') }}`, cast(0 as bigint) as cdc_generation
+        from {{ stored_relation }} where false
     {%- endcall -%}
+    {%- do cdc_publish_view(target_relation, primary_key, [], cdc_newest_instants(stored_relation, 1)[0]) -%}
+{% endmacro %}
+
+
+{#- The model's view over the base files and the recent table's `generations` (a list of
+    numbers; none: the base files alone), in one metastore change (CREATE OR REPLACE
+    VIEW), with the generations and `published` (the state table's newest instant they
+    hold: the runner compacts no table with a newer one) as view properties. Each key's
+    newest recent row wins; of two of equal order, a reset's tombstone, written after
+    the row it supersedes (as Hudi lets the later of two equal orders win). -#}
+{% macro cdc_publish_view(target_relation, primary_key, generations, published) %}
     {%- set columns = cdc_state_columns() -%}
-    {#- per key the newest row of the recent table; of two of equal order, a reset's
-        tombstone, written after the row it supersedes (as Hudi lets the later of two
-        equal orders win) -#}
-    {%- call statement('cdc_create_view') -%}
-        create or replace view {{ target_relation }} as
+    {%- call statement('cdc_publish_view') -%}
+        create or replace view {{ target_relation }}
+        tblproperties (
+            'cdc.generations' = '{{ generations | join(",") }}',
+            'cdc.published' = {{ cdc_string_literal(published[0] if published else '') }}
+        )
+        as
         with recent as (
             select `{{ columns | join('`, `') }}`
             from (
@@ -74,14 +100,15 @@
                         partition by `{{ primary_key | join('`, `') }}`
                         order by _cdc_order desc, _cdc_op = {{ cdc_string_literal(cdc_delete_marker()) }} desc
                     ) as _cdc_rank
-                from {{ recent }}
+                from {{ cdc_recent_relation(target_relation) }}
+                where {{ 'cdc_generation in (' ~ generations | join(', ') ~ ')' if generations else 'false' }}
             ) as ranked
             where _cdc_rank = 1
         ),
 
         current_rows as (
             select base.`{{ columns | join('`, base.`') }}`
-            from {{ base }} as base
+            from {{ cdc_base_files_relation(cdc_state_relation(target_relation)) }} as base
             left anti join recent
                 on {{ cdc_key_join('base', 'recent', primary_key) }}
             union all
@@ -97,35 +124,66 @@
 {% endmacro %}
 
 
-{#- The read path's tables exist (a table built before it gets rebuilt). -#}
+{#- The read path exists in this layout: the view names its generations (a model built
+    before them is rebuilt) and the read-optimized table is there. -#}
 {% macro cdc_has_read_path(target_relation, stored_relation) %}
-    {{ return(load_relation(cdc_recent_relation(target_relation)) is not none
+    {{ return('cdc.generations' in cdc_table_properties(target_relation)
         and load_relation(cdc_base_files_relation(stored_relation)) is not none) }}
 {% endmacro %}
 
 
-{#- Empties the recent table when the state table's newest completed instant is a
-    compaction: its base files then hold every row the recent table does. Run before the
-    build writes, under the build's lock. -#}
-{% macro cdc_trim_recent(target_relation, stored_relation) %}
-    {%- set newest = run_query("call show_commits(table => '" ~ stored_relation ~ "', limit => 1)") -%}
-    {%- if newest.rows | length == 1 and newest.columns['action'].values()[0] == 'commit' -%}
-        {%- call statement('cdc_trim_recent') -%}
-            truncate table {{ cdc_recent_relation(target_relation) }}
-        {%- endcall -%}
-    {%- endif -%}
+{#- The newest `limit` completed instants of `relation`'s timeline, newest first, as
+    (instant, action) pairs. -#}
+{% macro cdc_newest_instants(relation, limit) %}
+    {%- set found = run_query("call show_commits(table => '" ~ relation ~ "', limit => " ~ limit ~ ")") -%}
+    {%- set instants = [] -%}
+    {%- for row in found.rows -%}
+        {%- do instants.append([row['commit_time'] | string, row['action']]) -%}
+    {%- endfor -%}
+    {{ return(instants) }}
 {% endmacro %}
 
 
-{#- Writes `rows_sql` (rows of the state table's columns, alias-free) to the recent table
-    before the state table takes them. `checked`: leave out a row whose key the base
-    files hold with a newer `_cdc_order` (a late event the state table keeps out); a
-    batch whose oldest change is newer than every stored row (cdc.max_order) needs no
-    such look-up. -#}
-{% macro cdc_write_recent(target_relation, stored_relation, rows_sql, primary_key, checked) %}
+{#- Where a build of the view stands, read under the build's lock before it writes:
+    `generations`, those the view reads, none once the state table's newest instant is a
+    compaction (its base files then hold every row they did); `generation`, the new one
+    this build writes (above every partition there, a killed build's too);
+    `deltas`, the delta commits since the last compaction; `partitions`, the
+    generations stored. -#}
+{% macro cdc_read_path_state(target_relation, stored_relation, view_properties) %}
+    {%- set instants = cdc_newest_instants(stored_relation, 10) -%}
+    {%- set compacted = instants | length > 0 and instants[0][1] == 'commit' -%}
+    {%- set deltas = [] -%}
+    {%- for instant, action in instants -%}
+        {%- if action == 'commit' -%}{%- break -%}{%- endif -%}
+        {%- do deltas.append(instant) -%}
+    {%- endfor -%}
+    {%- set listed = view_properties.get('cdc.generations', '') -%}
+    {%- set partitions = [] -%}
+    {%- for row in run_query('show partitions ' ~ cdc_recent_relation(target_relation)) -%}
+        {%- do partitions.append(row[0].split('=')[1] | int) -%}
+    {%- endfor -%}
+    {{ return({
+        'generations': [] if compacted or not listed else listed.split(',') | map('int') | list,
+        'generation': (partitions | max if partitions else 0) + 1,
+        'deltas': deltas | length,
+        'partitions': partitions | sort,
+        'written': false,
+    }) }}
+{% endmacro %}
+
+
+{#- Writes `rows_sql` (rows of the state table's columns, alias-free) to the build's
+    generation of the recent table (`read_path`: cdc_read_path_state) before the state
+    table takes them: the build's first write replaces whatever a killed build left in
+    that partition. `checked`: leave out a row whose key the base files hold with a newer
+    `_cdc_order` (a late event the state table keeps out); a batch whose oldest change is
+    newer than every stored row (cdc.max_order) needs no such look-up. -#}
+{% macro cdc_write_recent(target_relation, stored_relation, rows_sql, primary_key, checked, read_path) %}
     {%- set columns = cdc_state_columns() -%}
     {%- call statement('cdc_write_recent') -%}
-        insert into {{ cdc_recent_relation(target_relation) }} (`{{ columns | join('`, `') }}`)
+        insert {{ 'into' if read_path.written else 'overwrite' }} {{ cdc_recent_relation(target_relation) }}
+        partition (cdc_generation = {{ read_path.generation }}) (`{{ columns | join('`, `') }}`)
         with incoming as ({{ rows_sql }})
         select /*+ COALESCE(1) */ incoming.`{{ columns | join('`, incoming.`') }}`
         from incoming
@@ -139,4 +197,40 @@
             on {{ cdc_key_join('incoming', 'newer', primary_key) }} and newer._cdc_order > incoming._cdc_order
         {%- endif %}
     {%- endcall -%}
+    {%- do read_path.update({'written': true}) -%}
+{% endmacro %}
+
+
+{#- After the build's upserts: the view names the build's generation (when it wrote one)
+    with those it read, or drops those a compaction covered, in one metastore change;
+    then, where this process alone writes the table (cdc_single_process: elsewhere the
+    runner's table services compact), a compaction once `max_deltas` delta commits
+    wait, which changes no answer of the view (this build's rows are published); then
+    the generations no view has named within the last `cdc_read_retention_generations`
+    builds are dropped. -#}
+{% macro cdc_publish_build(target_relation, stored_relation, primary_key, read_path, max_deltas=5) %}
+    {%- set generations = read_path.generations + ([read_path.generation] if read_path.written else []) -%}
+    {%- set newest = cdc_newest_instants(stored_relation, 1) -%}
+    {%- do cdc_publish_view(target_relation, primary_key, generations, newest[0] if newest else none) -%}
+    {%- set commits = read_path.deltas + (1 if read_path.written else 0) -%}
+    {%- if commits >= max_deltas and cdc_single_process() -%}
+        {%- call statement('cdc_compact') -%}
+            call run_compaction(op => 'scheduleAndExecute', table => '{{ stored_relation }}',
+                options => 'hoodie.compact.inline.max.delta.commits={{ max_deltas }}')
+        {%- endcall -%}
+    {%- endif -%}
+    {%- set retained = var('cdc_read_retention_generations', 10) | int -%}
+    {%- set stored = read_path.partitions + ([read_path.generation] if read_path.written else []) -%}
+    {%- set dropped = [] -%}
+    {%- for generation in stored[:-retained] if generation not in generations -%}
+        {%- do dropped.append(generation) -%}
+    {%- endfor -%}
+    {%- if dropped -%}
+        {%- call statement('cdc_drop_generations') -%}
+            alter table {{ cdc_recent_relation(target_relation) }} drop if exists
+            {%- for generation in dropped %}
+            partition (cdc_generation = {{ generation }}){{ "," if not loop.last }}
+            {%- endfor %}
+        {%- endcall -%}
+    {%- endif -%}
 {% endmacro %}

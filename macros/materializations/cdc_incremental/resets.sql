@@ -47,9 +47,9 @@
     deletes them on either table type. A DELETE statement would carry no ordering
     value, which merge-on-read with event-time ordering may let the stored row win
     against (apache/hudi#19978). The same rows go to the view's recent table first
-    (read_path.sql), so the view stops showing them at once. Soft deletes: a DELETE on
+    (read_path.sql, the build's generation `read_path`), so the view stops showing them with the build. Soft deletes: a DELETE on
     the copy-on-write table. -#}
-{% macro cdc_apply_resets(target_relation, stored_relation, resets, applied, primary_key) %}
+{% macro cdc_apply_resets(target_relation, stored_relation, resets, applied, primary_key, read_path=none) %}
     {%- if resets.values() | select | list | length == 0 or tojson(resets, sort_keys=true) == applied -%}
         {{ return(false) }}
     {%- endif -%}
@@ -74,7 +74,7 @@
         from {{ stored_relation }}
         where {{ superseded }}
     {%- endset -%}
-    {%- do cdc_write_recent(target_relation, stored_relation, superseded_rows, primary_key, checked=false) -%}
+    {%- do cdc_write_recent(target_relation, stored_relation, superseded_rows, primary_key, false, read_path) -%}
     {%- call statement('cdc_apply_resets') -%}
         insert into {{ stored_relation }} (`{{ columns | join('`, `') }}`)
         {{ superseded_rows }}
