@@ -12,7 +12,10 @@ Components (``python -m stack up --only spark-master,spark-workers,thrift``):
   ``CDC_THRIFT_PORT``, with the Hudi bundle and the session settings of the ``local``
   target in ``profiles/profiles.yml``, the shared metastore (``metastore`` component,
   ``SPARK_CONF_DIR``) and the lakehouse's warehouse. It needs ``metastore``, so asking
-  for it starts PostgreSQL and the metastore too.
+  for it starts PostgreSQL and the metastore too. With ``CDC_THRIFT_MASTER`` set (for
+  example ``local[1]``) it runs on that master instead, without the cluster: a
+  server for clients such as dashboards beside an embedded-style setup, and for the
+  tests that read through one while builds run elsewhere.
 
 Each worker offers ``CDC_SPARK_WORKER_CORES`` (default 2) cores and every application
 this module starts takes at most ``CDC_SPARK_APP_CORES`` (default 2) of them, one
@@ -109,6 +112,11 @@ def warehouse_dir() -> str:
         return explicit
     lakehouse = Path(os.environ.get("CDC_LAKEHOUSE_DIR") or REPO / "lakehouse")
     return str((REPO / lakehouse).resolve() / "warehouse")
+
+
+def thrift_master() -> str:
+    """The master the Thrift Server runs on: CDC_THRIFT_MASTER, else the stack's cluster."""
+    return os.environ.get("CDC_THRIFT_MASTER") or master_url()
 
 
 def thrift_env() -> dict[str, str]:
@@ -304,7 +312,7 @@ class ThriftServer(_SparkDaemon):
         # HoodieInternalV2Table otherwise).
         spark["spark.driver.extraClassPath"] = ":".join(
             [spark["spark.driver.extraClassPath"], *spark["spark.jars"].split(",")])
-        cmd = [str(spark_home() / "bin" / "spark-submit"), "--class", THRIFT_CLASS, "--master", master_url(),
+        cmd = [str(spark_home() / "bin" / "spark-submit"), "--class", THRIFT_CLASS, "--master", thrift_master(),
                "--name", "cdc-thrift-server"]
         for key, value in spark.items():
             cmd += ["--conf", f"{key}={value}"]
@@ -327,7 +335,8 @@ def normalize(components: list[str]) -> tuple[list[str], list[str]]:
     wanted = {c.strip().lower() for c in components if c.strip()}
     cluster = wanted & set(COMPONENTS)
     if "thrift" in cluster:
-        cluster |= {"spark-workers"}
+        if not os.environ.get("CDC_THRIFT_MASTER"):
+            cluster |= {"spark-workers"}
         wanted.add("metastore")
     if "spark-workers" in cluster:
         cluster.add("spark-master")

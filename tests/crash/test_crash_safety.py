@@ -19,8 +19,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
-import subprocess
 import sys
 import time
 from datetime import datetime
@@ -28,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.property.streams import ACTOR, EPOCH_MS, SinkFile, Stream, _Position, _record, _wrap
+from tests.crash.processes import actor_stream, environment, finish, kill, start
 from tests.support import oracle
 from tests.support.paths import ROOT
 
@@ -41,60 +39,12 @@ PYTHON = sys.executable
 DBT = str(Path(sys.executable).parent / "dbt")
 
 
-def actor_stream(rng: random.Random, transactions: int = 60, keys: int = 10) -> Stream:
-    """Inserts, updates and deletes of `keys` actors, two records per sink file, cut
-    into two batches."""
-    pos = _Position(postgres=True)
-    state: dict[int, dict] = {}
-    lines = []
-    for tx in range(transactions):
-        pos.next_statement(rng.randint(8, 300))
-        key = rng.randint(1, keys)
-        ts = EPOCH_MS + tx * 1000
-        row = {"actor_id": key, "first_name": rng.choice(["ANNA", "BOB", "CHEN"]), "last_name": None,
-               "last_update": ts * 1000}
-        if key in state and rng.random() < 0.3:
-            before = {"actor_id": key, "first_name": "", "last_name": None, "last_update": 0}
-            lines.append(_wrap(_record(ACTOR, "envelope", "d", before, None, pos.fields(), ts, tx, "false"), False))
-            del state[key]
-        else:
-            op = "u" if key in state else "c"
-            state[key] = row
-            lines.append(_wrap(_record(ACTOR, "envelope", op, None, row, pos.fields(), ts, tx, "false"), False))
-    files = [SinkFile(0, i, lines[i:i + 2]) for i in range(0, len(lines), 2)]
-    half = len(files) // 2
-    return Stream(ACTOR, "envelope", False, 1, [files[:half], files[half:]], transactions=transactions)
-
-
-def environment(lakehouse: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update({"CDC_LAKEHOUSE_DIR": str(lakehouse), "DBT_PROFILES_DIR": str(ROOT / "profiles"), "TZ": "UTC",
-                "PYTHONPATH": str(ROOT)})
-    return env
-
-
-def start(cmd: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
-    with open(log, "ab") as out:
-        return subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-
-
-def kill(process: subprocess.Popen) -> None:
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
-
-
 def pending_instants(table: Path) -> set[str]:
     """Requested or inflight Hudi instants of the table (Hudi 1.x: .hoodie/timeline/)."""
     timeline = table / ".hoodie" / "timeline"
     if not timeline.is_dir():
         return set()
     return {p.name for p in timeline.iterdir() if p.name.endswith((".requested", ".inflight"))}
-
-
-def finish(cmd: list[str], env: dict[str, str], log: Path, ok: tuple[int, ...] = (0,)) -> None:
-    code = start(cmd, env, log).wait()
-    assert code in ok, f"{' '.join(cmd)} exited {code}; see {log}"
 
 
 def test_kills_leave_bronze_exact_and_silver_right(spark, run_dir: Path):

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from ingestion.pipeline import IngestConfig, run as ingest
+from runner import table_services
 from tests.support import oracle
 from tests.support.lakehouse import MODEL_TABLE_SUFFIXES, dbt, dbt_invoke, drop_schemas, drop_tables, silver_rows
 from tests.support.paths import ROOT
@@ -281,3 +282,21 @@ def test_resets_come_from_the_window_and_the_groups_earlier_builds_kept(spark, l
     result = dbt_invoke("run", "--select", "actor", "--vars", VARS)
     assert not result.success and "malformed cdc.reset_groups" in str(result.result), result.result
     assert "dbt build --full-refresh --select actor" in str(result.result)
+
+
+def test_a_row_written_by_hand_reaches_the_view_with_the_next_build(spark, landing: Path):
+    """An UPDATE of the state table by hand is a delta commit no view published: the view
+    does not show it yet (its base files and generations are as they were), the runner's
+    compaction leaves the table alone, and the model's next build publishes it together
+    with its own rows (read_path.sql: cdc_write_unpublished)."""
+    def names() -> dict[int, str]:
+        return dict(spark.sql("select actor_id, first_name from silver.actor").collect())
+
+    batches: list[Path] = []
+    land_and_build(spark, landing, batches, 0, [event("c", 10, 1, "ANNA"), event("c", 11, 2, "BOB")])
+    spark.sql(f"update silver.{STATE} set first_name = 'HAND' where actor_id = 1")
+    assert names() == {1: "ANNA", 2: "BOB"}
+    assert table_services.unpublished(spark, f"silver.{STATE}")
+    land_and_build(spark, landing, batches, 2, [event("u", 20, 2, "BOBBY")])
+    assert names() == {1: "HAND", 2: "BOBBY"}
+    assert not table_services.unpublished(spark, f"silver.{STATE}")

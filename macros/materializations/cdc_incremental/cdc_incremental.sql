@@ -74,6 +74,9 @@
             table and published in one step after it -#}
         {%- set read_path = none if soft
             else cdc_read_path_state(target_relation, stored_relation, cdc_table_properties(existing_relation)) -%}
+        {%- if not soft -%}
+            {%- do cdc_write_unpublished(target_relation, stored_relation, primary_key, read_path) -%}
+        {%- endif -%}
         {%- set reset = cdc_apply_resets(target_relation, stored_relation, resets, properties.get('cdc.resets'),
             primary_key, read_path) -%}
         {%- if soft -%}

@@ -79,7 +79,9 @@
 {#- The model's view over the base files and the recent table's `generations` (a list of
     numbers; none: the base files alone), in one metastore change (CREATE OR REPLACE
     VIEW), with the generations and `published` (the state table's newest instant they
-    hold: the runner compacts no table with a newer one) as view properties. Each key's
+    hold: the runner compacts no table with a newer one) as view properties. Base rows
+    committed after `published` are left out: a Hudi write adds a base file at once
+    where it creates a file group, and a compaction keeps each row's commit time. Each key's
     newest recent row wins; of two of equal order, a reset's tombstone, written after
     the row it supersedes (as Hudi lets the later of two equal orders win). -#}
 {% macro cdc_publish_view(target_relation, primary_key, generations, published) %}
@@ -111,6 +113,9 @@
             from {{ cdc_base_files_relation(cdc_state_relation(target_relation)) }} as base
             left anti join recent
                 on {{ cdc_key_join('base', 'recent', primary_key) }}
+            {#- a write that creates a file group (a key in a new bucket) adds a base file at
+                once: only rows committed by the published instant -#}
+            where base._hoodie_commit_time <= {{ cdc_string_literal(published[0] if published else '') }}
             union all
             select recent.`{{ columns | join('`, recent.`') }}`
             from recent
@@ -149,7 +154,9 @@
     compaction (its base files then hold every row they did); `generation`, the new one
     this build writes (above every partition there, a killed build's too);
     `deltas`, the delta commits since the last compaction; `partitions`, the
-    generations stored. -#}
+    generations stored; `unpublished`, the instant the view published when the state
+    table has a newer delta commit (a build killed before it published, a row written
+    by hand), else none. -#}
 {% macro cdc_read_path_state(target_relation, stored_relation, view_properties) %}
     {%- set instants = cdc_newest_instants(stored_relation, 10) -%}
     {%- set compacted = instants | length > 0 and instants[0][1] == 'commit' -%}
@@ -159,6 +166,11 @@
         {%- do deltas.append(instant) -%}
     {%- endfor -%}
     {%- set listed = view_properties.get('cdc.generations', '') -%}
+    {%- set published = view_properties.get('cdc.published', '') -%}
+    {%- set newer = [] -%}
+    {%- for instant, action in instants if action == 'deltacommit' and instant > published -%}
+        {%- do newer.append(instant) -%}
+    {%- endfor -%}
     {%- set partitions = [] -%}
     {%- for row in run_query('show partitions ' ~ cdc_recent_relation(target_relation)) -%}
         {%- do partitions.append(row[0].split('=')[1] | int) -%}
@@ -168,6 +180,7 @@
         'generation': (partitions | max if partitions else 0) + 1,
         'deltas': deltas | length,
         'partitions': partitions | sort,
+        'unpublished': published if published and newer else none,
         'written': false,
     }) }}
 {% endmacro %}
@@ -198,6 +211,23 @@
         {%- endif %}
     {%- endcall -%}
     {%- do read_path.update({'written': true}) -%}
+{% endmacro %}
+
+
+{#- The state table's rows no view has published (`read_path.unpublished`: a build
+    killed after its upsert, a row written by hand) go to the build's generation first,
+    read from Hudi's snapshot of the state table (which merges its log files: only
+    then), so that the view shows them with this build and a compaction never shows
+    them before a view names them. -#}
+{% macro cdc_write_unpublished(target_relation, stored_relation, primary_key, read_path) %}
+    {%- if read_path.unpublished is not none -%}
+        {%- set rows_sql -%}
+            select `{{ cdc_state_columns() | join('`, `') }}`
+            from {{ stored_relation }}
+            where _hoodie_commit_time > {{ cdc_string_literal(read_path.unpublished) }}
+        {%- endset -%}
+        {%- do cdc_write_recent(target_relation, stored_relation, rows_sql, primary_key, false, read_path) -%}
+    {%- endif -%}
 {% endmacro %}
 
 

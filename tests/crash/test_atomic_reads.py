@@ -1,0 +1,224 @@
+"""Silver reads are atomic (docs/decisions/silver-atomic-reads.md): while builds of
+silver.actor run, are SIGKILLed at each of their steps and run again, and the runner's
+table services compact, clean and archive its state table, two readers in other
+processes read silver.actor again and again: a Spark session on the shared metastore
+(tests/crash/read_loop.py) and a HiveServer2 session on a Spark Thrift Server. Every
+read must succeed and equal the oracle's state after some batch, and a reader's reads
+must never go back to an older batch.
+
+The metastore is shared in PostgreSQL (the stack's `metastore` component), so the builds,
+the ingestion, the services and the readers are processes of their own, as they are for
+a team that points dashboards at silver. The Thrift Server runs on `local[1]`
+(CDC_THRIFT_MASTER) instead of a cluster.
+
+Budget: at least CDC_ATOMIC_READS reads (default 200) while builds run, and at least one
+kill at each step of a build; `make test-long` asks for more. The counts are written to
+build/reports/atomic_reads.json."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from stack.settings import ports_above_defaults
+from tests.crash.processes import actor_stream, finish, kill, start
+from tests.crash.read_loop import READ_PAUSE
+from tests.support import oracle
+from tests.support.paths import ROOT
+
+pytestmark = pytest.mark.integration
+
+MIN_READS = int(os.environ.get("CDC_ATOMIC_READS", "200"))
+SEED = 20261206
+PORT_OFFSET = 40
+REPORT = ROOT / "build" / "reports" / "atomic_reads.json"
+PYTHON = sys.executable
+DBT = str(Path(sys.executable).parent / "dbt")
+QUERY = "select actor_id, first_name, last_name, last_update from silver.actor order by actor_id"
+# A build's steps, by the statement dbt logs as it starts it: the batch, the new generation
+# of the recent table, the state table's upsert, the view's swap, the watermark.
+STEPS = {
+    "batch": "create table silver.actor__cdc_batch",
+    "recent": "partition (cdc_generation",
+    "upsert": "insert into silver.actor__cdc_state",
+    "publish": "create or replace view silver.actor",
+    "watermark": "'cdc.watermark'",
+}
+
+
+@pytest.fixture(scope="module")
+def readers_stack(run_dir: Path):
+    """The stack's PostgreSQL with the metastore, and a Thrift Server on it."""
+    import stack
+    from stack import spark_cluster
+
+    run_dir.chmod(0o755)  # PostgreSQL runs as the `postgres` user when the tests run as root
+    base = run_dir / "atomic-reads"
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("CDC_STACK_DIR", str(run_dir / "stack-atomic-reads"))
+        env.setenv("CDC_LAKEHOUSE_DIR", str(base / "lakehouse"))  # the Thrift Server's warehouse is in it
+        env.setenv("CDC_THRIFT_MASTER", "local[1]")
+        env.delenv("CDC_WAREHOUSE_DIR", raising=False)
+        for name, value in ports_above_defaults(PORT_OFFSET).items():
+            env.setenv(name, value)
+        for name in ("CDC_METASTORE_USER", "CDC_METASTORE_PASSWORD"):
+            env.delenv(name, raising=False)
+        try:
+            try:
+                info = stack.up(["metastore"])
+                spark_cluster.up(["thrift"])
+            except Exception as exc:  # noqa: BLE001 - fail (never skip) with the reason
+                pytest.fail(f"the metastore or the Thrift Server did not start: {exc}", pytrace=False)
+            yield {"base": base, "metastore_env": info.metastore_env, **spark_cluster.thrift_env()}
+        finally:
+            spark_cluster.down()
+            stack.down(purge=False)
+
+
+def normalized(rows: list[dict]) -> list[dict]:
+    """Rows as JSON gives them back: timestamps as ISO text (a Thrift client gets text)."""
+    def value(v):
+        if isinstance(v, str) and len(v) >= 19 and v[4] == "-" and v[10] in " T":
+            return datetime.fromisoformat(v).isoformat()
+        return v.isoformat() if isinstance(v, datetime) else v
+    return [{k: value(v) for k, v in row.items()} for row in rows]
+
+
+def thrift_reader(env: dict, out: list[dict], stop: threading.Event) -> None:
+    """Reads through one HiveServer2 session, as a dashboard holds one, until `stop`."""
+    from pyhive import hive
+
+    conn = None
+    while not stop.is_set():
+        started = time.time()
+        try:
+            if conn is None:
+                conn = hive.connect(host=env["CDC_THRIFT_HOST"], port=int(env["CDC_THRIFT_PORT"]),
+                                    username=env["CDC_THRIFT_USER"], auth=env["CDC_THRIFT_AUTH"])
+            cursor = conn.cursor()
+            cursor.execute(QUERY)
+            names = [d[0].rsplit(".", 1)[-1] for d in cursor.description]
+            out.append({"started": started, "rows": [dict(zip(names, row)) for row in cursor.fetchall()]})
+        except Exception as exc:  # noqa: BLE001 - a failed read is the finding, recorded
+            out.append({"started": started, "error": f"{type(exc).__name__}: {str(exc)[:500]}"})
+            conn = None
+        time.sleep(READ_PAUSE)
+    if conn is not None:
+        conn.close()
+
+
+def kill_at(cmd: list[str], env: dict, log: Path, dbt_log: Path, fragment: str, rng: random.Random) -> bool:
+    """Start `cmd` and SIGKILL it once dbt's log shows it began the statement holding
+    `fragment`, within a second of that; False if it ended first."""
+    offset = dbt_log.stat().st_size if dbt_log.exists() else 0
+    process = start(cmd, env, log)
+    deadline = time.monotonic() + 600
+    while process.poll() is None and time.monotonic() < deadline:
+        text = dbt_log.read_text(errors="replace")[offset:] if dbt_log.exists() else ""
+        if fragment in text:
+            time.sleep(rng.uniform(0.0, 1.0))
+            if process.poll() is None:
+                kill(process)
+                return True
+            break
+        time.sleep(0.05)
+    if process.poll() is None:
+        kill(process)
+        pytest.fail(f"{' '.join(cmd[:3])} never reached {fragment!r} in 600 s; see {log}")
+    return False
+
+
+def test_readers_see_whole_builds_through_kills_and_table_services(readers_stack, run_dir: Path):
+    rng = random.Random(SEED)
+    base = readers_stack["base"]
+    landing, logs = base / "landing" / "topics", base / "logs"
+    logs.mkdir(parents=True)
+    stream = actor_stream(rng, transactions=16 * 8, keys=12, batches=16)
+    env = {**os.environ, **readers_stack["metastore_env"], "CDC_LAKEHOUSE_DIR": str(base / "lakehouse"),
+           "DBT_PROFILES_DIR": str(ROOT / "profiles"), "TZ": "UTC", "PYTHONPATH": str(ROOT)}
+    ingest = [PYTHON, "-m", "ingestion", "--input", str(landing)]
+    dbt_args = ["--select", "actor", "--project-dir", str(ROOT), "--target-path", str(base / "target"),
+                "--log-path", str(logs / "dbt")]
+    dbt_run = [DBT, "run", *dbt_args]
+    # after a kill: the killed build's lock is stale (no other build runs here)
+    dbt_rerun = [DBT, "run", *dbt_args, "--vars", json.dumps({"cdc_build_lock_max_age_hours": 0})]
+    services = [PYTHON, "-m", "tests.crash.table_services", str(base / "services.jsonl")]
+    dbt_log = logs / "dbt" / "dbt.log"
+
+    # The oracle after each batch; consecutive states differ, or a stale read would pass.
+    batch_dirs = [stream.write_batch(n, base / "batches" / str(n)) for n in range(len(stream.batches))]
+    states = [normalized(oracle.expected_current_state_from_batches(batch_dirs[:n + 1], "actor"))
+              for n in range(len(batch_dirs))]
+    assert all(a != b for a, b in zip(states, states[1:])), "two consecutive batches leave the same state"
+
+    stream.write_batch(0, landing)
+    finish(ingest, env, logs / "ingestion.log")
+    finish(dbt_run, env, logs / "dbt-stdout.log")
+
+    spark_reads, thrift_reads, stop = base / "spark-reads.jsonl", [], threading.Event()
+    stop_file = base / "stop-reading"
+    reader = start([PYTHON, "-m", "tests.crash.read_loop", str(spark_reads), str(stop_file)], env,
+                   logs / "reader.log")
+    thread = threading.Thread(target=thrift_reader, args=(readers_stack, thrift_reads, stop), daemon=True)
+    thread.start()
+    kills = {step: 0 for step in STEPS}
+    plan = [None, *STEPS]  # a round without a kill, then one kill at each step, in turn
+    rounds = 0
+    try:
+        def spark_read_count() -> int:
+            return len(spark_reads.read_text().splitlines()) if spark_reads.exists() else 0
+
+        for batch in range(1, len(stream.batches)):
+            step = plan[(batch - 1) % len(plan)]
+            stream.write_batch(batch, landing)
+            finish(ingest, env, logs / "ingestion.log")
+            if step is not None and kill_at(dbt_run, env, logs / "dbt-stdout.log", dbt_log, STEPS[step], rng):
+                kills[step] += 1
+            finish(dbt_rerun, env, logs / "dbt-stdout.log")
+            if batch % 2 == 0:  # compaction, cleaning and archival between builds, as the runner runs them
+                finish(services, env, logs / "services.log")
+            rounds = batch
+            if min(kills.values()) > 0 and spark_read_count() + len(thrift_reads) >= MIN_READS:
+                break
+    finally:
+        stop.set()
+        stop_file.touch()
+        thread.join(timeout=120)
+        try:
+            reader.wait(timeout=120)
+        except Exception:  # noqa: BLE001 - still reading: stop it
+            kill(reader)
+
+    spark_results = [json.loads(line) for line in spark_reads.read_text().splitlines()]
+    report = {"rounds": rounds, "kills": kills, "reads": {}, "services": []}
+    for name, reads in (("spark", spark_results), ("thrift", thrift_reads)):
+        failed = [r for r in reads if "error" in r]
+        matched = [next((n for n, state in enumerate(states) if normalized(r["rows"]) == state), None)
+                   for r in reads if "rows" in r]
+        neither = [r for r, n in zip((r for r in reads if "rows" in r), matched) if n is None]
+        report["reads"][name] = {"reads": len(reads), "failed": len(failed), "matching_neither": len(neither),
+                                 "states_seen": len(set(matched) - {None})}
+        assert not failed, f"{name} reader: {len(failed)} of {len(reads)} reads failed, e.g. {failed[0]['error']}"
+        assert not neither, (f"{name} reader: {len(neither)} of {len(reads)} reads match no batch's state, "
+                             f"e.g. {neither[0]['rows']}")
+        assert matched == sorted(matched), f"{name} reader went back to an older state: {matched}"
+        assert len(set(matched)) >= 3, f"{name} reader saw {len(set(matched))} states: the test proved little"
+    services_runs = [json.loads(line) for line in (base / "services.jsonl").read_text().splitlines()]
+    report["services"] = services_runs
+    REPORT.parent.mkdir(parents=True, exist_ok=True)
+    REPORT.write_text(json.dumps(report, indent=2) + "\n")
+
+    assert sum(report["reads"][n]["reads"] for n in ("spark", "thrift")) >= MIN_READS, report["reads"]
+    assert all(kills.values()), f"a step was never killed: {kills}"
+    assert any(run["compactions"] for run in services_runs), f"no compaction ran: {services_runs}"
+    assert any(run["files_cleaned"] for run in services_runs), f"no cleaning removed a file: {services_runs}"
+    final = [json.loads(line) for line in spark_reads.read_text().splitlines()][-1]
+    assert normalized(final["rows"]) == states[rounds], "the last read is not the last batch's state"
