@@ -110,6 +110,7 @@ test-cluster: setup
 # how long it takes: docs/operations/tests.md; raise CDC_PROPERTY_EXAMPLES / CDC_CRASH_KILLS for more).
 test-long: setup
 	CDC_PROPERTY_EXAMPLES=$${CDC_PROPERTY_EXAMPLES:-16} CDC_CRASH_KILLS=$${CDC_CRASH_KILLS:-3} \
+		CDC_ATOMIC_READS=$${CDC_ATOMIC_READS:-1000} \
 		$(BIN)/python -m pytest -q tests/property tests/crash
 
 # The benchmark (not a test): every case at full scale, results and plots into

@@ -170,7 +170,7 @@ def test_readers_see_whole_builds_through_kills_and_table_services(readers_stack
     thread = threading.Thread(target=thrift_reader, args=(readers_stack, thrift_reads, stop), daemon=True)
     thread.start()
     kills = {step: 0 for step in STEPS}
-    plan = [None, *STEPS]  # a round without a kill, then one kill at each step, in turn
+    plan = list(STEPS)  # one kill at each step, in turn; the run after each kill is a whole build
     rounds = 0
     try:
         def spark_read_count() -> int:
@@ -180,7 +180,7 @@ def test_readers_see_whole_builds_through_kills_and_table_services(readers_stack
             step = plan[(batch - 1) % len(plan)]
             stream.write_batch(batch, landing)
             finish(ingest, env, logs / "ingestion.log")
-            if step is not None and kill_at(dbt_run, env, logs / "dbt-stdout.log", dbt_log, STEPS[step], rng):
+            if kill_at(dbt_run, env, logs / "dbt-stdout.log", dbt_log, STEPS[step], rng):
                 kills[step] += 1
             finish(dbt_rerun, env, logs / "dbt-stdout.log")
             if batch % 2 == 0:  # compaction, cleaning and archival between builds, as the runner runs them
@@ -222,3 +222,19 @@ def test_readers_see_whole_builds_through_kills_and_table_services(readers_stack
     assert any(run["files_cleaned"] for run in services_runs), f"no cleaning removed a file: {services_runs}"
     final = [json.loads(line) for line in spark_reads.read_text().splitlines()][-1]
     assert normalized(final["rows"]) == states[rounds], "the last read is not the last batch's state"
+    # time travel (cdc_as_of's query) to the instant the view published reads the same state
+    published = dict(thrift_query(readers_stack, "show tblproperties silver.actor"))["cdc.published"]
+    as_of = thrift_query(readers_stack, QUERY.replace("from silver.actor", f"from silver.actor__cdc_state timestamp as of "
+                                                       f"'{published}' where not _cdc_deleted"))
+    assert normalized([dict(zip(("actor_id", "first_name", "last_name", "last_update"), row)) for row in as_of]) \
+        == states[rounds], f"silver.actor__cdc_state as of {published} is not the view's state"
+
+
+def thrift_query(env: dict, sql: str) -> list[tuple]:
+    from pyhive import hive
+
+    with hive.connect(host=env["CDC_THRIFT_HOST"], port=int(env["CDC_THRIFT_PORT"]),
+                      username=env["CDC_THRIFT_USER"], auth=env["CDC_THRIFT_AUTH"]) as conn:
+        cursor = conn.cursor()
+        cursor.execute(sql)
+        return cursor.fetchall()
