@@ -175,12 +175,19 @@ def test_the_view_reads_base_files_and_the_recent_table(spark, landing: Path):
 
     # a truncate: every stored key gets a tombstone in the recent table (the base files
     # still hold their rows; a new key may go straight to a base file), then a new row
-    land_and_build(spark, landing, batches, 8, [event("t", 40, 0, None), event("c", 41, 5, "EVA")])
+    # (built keeping one replaced generation: the older ones no view names any more go)
+    land_and_build(spark, landing, batches, 8, [event("t", 40, 0, None), event("c", 41, 5, "EVA")],
+                   expect_failure=True)
+    dbt("run", "--select", "actor", "--vars", json.dumps({"cdc_bronze_schema": SCHEMA,
+                                                          "cdc_read_retention_generations": 1}))
     check("a truncate")
     marker = "_cdc_delete"
     assert recent_rows(spark) == [(1, marker, "ANNA"), (2, marker, "BOBBY"), (3, marker, None),
                                   (4, marker, "DORA"), (4, "c", "DORA"), (5, "c", "EVA")]
     assert {1, 2, 3} <= set(base_file_names(spark))
+    live = dict(spark.sql("show tblproperties silver.actor").collect())["cdc.generations"].split(",")
+    stored = [row[0].split("=")[1] for row in spark.sql("show partitions silver.actor__cdc_recent").collect()]
+    assert len(live) == 2 and sorted(stored) == sorted(live), (live, stored)
 
     incremental = sorted(spark.sql("select * from silver.actor").collect())
     dbt("run", "--select", "actor", "--vars", VARS, "--full-refresh")
@@ -284,11 +291,12 @@ def test_resets_come_from_the_window_and_the_groups_earlier_builds_kept(spark, l
     assert "dbt build --full-refresh --select actor" in str(result.result)
 
 
-def test_a_row_written_by_hand_reaches_the_view_with_the_next_build(spark, landing: Path):
+def test_rows_written_by_hand_reach_the_view_with_a_build(spark, landing: Path):
     """An UPDATE of the state table by hand is a delta commit no view published: the view
-    does not show it yet (its base files and generations are as they were), the runner's
-    compaction leaves the table alone, and the model's next build publishes it together
-    with its own rows (read_path.sql: cdc_write_unpublished)."""
+    does not show it yet (its base files and generations are as they were) and the
+    runner's compaction leaves the table alone; a build publishes it, with new bronze
+    data or, without any, when told to (var cdc_publish), and a compaction after that
+    keeps it (read_path.sql: cdc_write_unpublished)."""
     def names() -> dict[int, str]:
         return dict(spark.sql("select actor_id, first_name from silver.actor").collect())
 
@@ -297,6 +305,13 @@ def test_a_row_written_by_hand_reaches_the_view_with_the_next_build(spark, landi
     spark.sql(f"update silver.{STATE} set first_name = 'HAND' where actor_id = 1")
     assert names() == {1: "ANNA", 2: "BOB"}
     assert table_services.unpublished(spark, f"silver.{STATE}")
-    land_and_build(spark, landing, batches, 2, [event("u", 20, 2, "BOBBY")])
-    assert names() == {1: "HAND", 2: "BOBBY"}
+    dbt("run", "--select", "actor", "--vars", json.dumps({"cdc_bronze_schema": SCHEMA, "cdc_publish": True}))
+    assert names() == {1: "HAND", 2: "BOB"}
     assert not table_services.unpublished(spark, f"silver.{STATE}")
+
+    spark.sql(f"update silver.{STATE} set first_name = 'HANDS' where actor_id = 1")
+    land_and_build(spark, landing, batches, 2, [event("u", 20, 2, "BOBBY")])
+    assert names() == {1: "HANDS", 2: "BOBBY"}
+    assert spark.sql(f"call run_compaction(op => 'scheduleAndExecute', table => 'silver.{STATE}', "
+                     "options => 'hoodie.compact.inline.max.delta.commits=1')").collect(), "no compaction ran"
+    assert names() == {1: "HANDS", 2: "BOBBY"}

@@ -44,8 +44,10 @@
 
     {{ run_hooks(pre_hooks) }}
 
-    {#- Nothing committed to bronze since the last build: leave the table as it is. -#}
-    {%- if not full_refresh and cdc_bronze_unchanged_since(watermark) -%}
+    {#- Nothing committed to bronze since the last build: leave the table as it is
+        (var cdc_publish: build anyway, publishing rows written to the state table by
+        hand: read_path.sql). -#}
+    {%- if not full_refresh and not var('cdc_publish', false) and cdc_bronze_unchanged_since(watermark) -%}
         {{ return(cdc_end_build(target_relation, 'no new bronze commits',
             cdc_built_relations(target_relation, stored_relation), wrote=false)) }}
     {%- endif -%}
