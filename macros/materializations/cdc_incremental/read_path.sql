@@ -81,9 +81,10 @@
     VIEW), with the generations and `published` (the state table's newest instant they
     hold: the runner compacts no table with a newer one) as view properties. Base rows
     committed after `published` are left out: a Hudi write adds a base file at once
-    where it creates a file group, and a compaction keeps each row's commit time. Each key's
-    newest recent row wins; of two of equal order, a reset's tombstone, written after
-    the row it supersedes (as Hudi lets the later of two equal orders win). -#}
+    where it creates a file group, and a compaction keeps each row's commit time. Each
+    key's newest recent row wins; of two of equal order, the later generation's, as
+    Hudi lets the later write win (a row written by hand keeps its order), and in one
+    generation a reset's tombstone, written after the row it supersedes. -#}
 {% macro cdc_publish_view(target_relation, primary_key, generations, published) %}
     {%- set columns = cdc_state_columns() -%}
     {%- call statement('cdc_publish_view') -%}
@@ -100,7 +101,10 @@
                     *,
                     row_number() over (
                         partition by `{{ primary_key | join('`, `') }}`
-                        order by _cdc_order desc, _cdc_op = {{ cdc_string_literal(cdc_delete_marker()) }} desc
+                        order by
+                            _cdc_order desc,
+                            cdc_generation desc,
+                            _cdc_op = {{ cdc_string_literal(cdc_delete_marker()) }} desc
                     ) as _cdc_rank
                 from {{ cdc_recent_relation(target_relation) }}
                 where {{ 'cdc_generation in (' ~ generations | join(', ') ~ ')' if generations else 'false' }}
