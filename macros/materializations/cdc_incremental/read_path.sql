@@ -65,12 +65,21 @@
         location {{ cdc_string_literal(location[0]) }}
         options ('hoodie.query.as.ro.table' = 'true')
     {%- endcall -%}
+    {#- DDL, not CREATE TABLE AS SELECT: an empty partitioned write fails on S3A (its
+        committer lists a `_temporary` folder object storage never made) -#}
+    {%- set types = {} -%}
+    {%- for column in adapter.get_columns_in_relation(stored_relation) -%}
+        {%- do types.update({column.name | lower: column.dtype}) -%}
+    {%- endfor -%}
     {%- call statement('cdc_create_recent') -%}
-        create table {{ cdc_recent_relation(target_relation) }}
+        create table {{ cdc_recent_relation(target_relation) }} (
+            {%- for name in cdc_state_columns() %}
+            `{{ name }}` {{ types[name | lower] }},
+            {%- endfor %}
+            cdc_generation bigint
+        )
         using parquet
         partitioned by (cdc_generation)
-        as select `{{ cdc_state_columns() | join('`, `') }}`, cast(0 as bigint) as cdc_generation
-        from {{ stored_relation }} where false
     {%- endcall -%}
     {%- do cdc_publish_view(target_relation, primary_key, [], cdc_newest_instants(stored_relation, 1)[0]) -%}
 {% endmacro %}
