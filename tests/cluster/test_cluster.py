@@ -23,10 +23,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from stack.settings import ports_above_defaults
 from tests.support import oracle
 from tests.support.compare import diff
 from tests.support.paths import ROOT, require_pagila
+from tests.support.stacks import stack_environment, thrift_connection
 from tools.sample_data import DEFAULT_SEED, generate
 
 pytestmark = pytest.mark.cluster
@@ -42,16 +42,8 @@ def cluster(run_dir: Path):
     import stack
     from stack import spark_cluster
 
-    run_dir.chmod(0o755)  # PostgreSQL runs as the `postgres` user when the tests run as root
     base = run_dir / "cluster"
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("CDC_STACK_DIR", str(run_dir / "stack-cluster"))
-        env.setenv("CDC_LAKEHOUSE_DIR", str(base / "lakehouse"))  # the Thrift Server's warehouse is in it
-        env.delenv("CDC_WAREHOUSE_DIR", raising=False)
-        for name, value in ports_above_defaults(PORT_OFFSET).items():
-            env.setenv(name, value)
-        for name in ("CDC_METASTORE_USER", "CDC_METASTORE_PASSWORD"):
-            env.delenv(name, raising=False)
+    with stack_environment(run_dir / "stack-cluster", base / "lakehouse", PORT_OFFSET):
         try:
             try:
                 info = stack.up(["metastore"])
@@ -97,13 +89,9 @@ def executors_per_worker(app_name: str) -> list[int]:
 def thrift_rows(sql: str) -> list[dict]:
     """Rows of `sql` through a HiveServer2 session on the stack's Thrift Server, typed as
     Spark returns them (the Thrift protocol carries timestamps, dates and decimals as text)."""
-    from pyhive import hive
-
     from stack import spark_cluster
 
-    env = spark_cluster.thrift_env()
-    with hive.connect(host=env["CDC_THRIFT_HOST"], port=int(env["CDC_THRIFT_PORT"]),
-                      username=env["CDC_THRIFT_USER"], auth=env["CDC_THRIFT_AUTH"]) as conn:
+    with thrift_connection(spark_cluster.thrift_env()) as conn:
         cursor = conn.cursor()
         cursor.execute(sql)
         names = [d[0].rsplit(".", 1)[-1] for d in cursor.description]

@@ -28,11 +28,11 @@ from pathlib import Path
 
 import pytest
 
-from stack.settings import ports_above_defaults
 from tests.crash.processes import actor_stream, finish, kill, start
 from tests.crash.read_loop import READ_PAUSE
 from tests.support import oracle
 from tests.support.paths import ROOT
+from tests.support.stacks import stack_environment, thrift_connection
 
 pytestmark = pytest.mark.integration
 
@@ -60,17 +60,9 @@ def readers_stack(run_dir: Path):
     import stack
     from stack import spark_cluster
 
-    run_dir.chmod(0o755)  # PostgreSQL runs as the `postgres` user when the tests run as root
     base = run_dir / "atomic-reads"
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("CDC_STACK_DIR", str(run_dir / "stack-atomic-reads"))
-        env.setenv("CDC_LAKEHOUSE_DIR", str(base / "lakehouse"))  # the Thrift Server's warehouse is in it
-        env.setenv("CDC_THRIFT_MASTER", "local[1]")
-        env.delenv("CDC_WAREHOUSE_DIR", raising=False)
-        for name, value in ports_above_defaults(PORT_OFFSET).items():
-            env.setenv(name, value)
-        for name in ("CDC_METASTORE_USER", "CDC_METASTORE_PASSWORD"):
-            env.delenv(name, raising=False)
+    with stack_environment(run_dir / "stack-atomic-reads", base / "lakehouse", PORT_OFFSET,
+                           {"CDC_THRIFT_MASTER": "local[1]"}):
         try:
             try:
                 info = stack.up(["metastore"])
@@ -94,15 +86,12 @@ def normalized(rows: list[dict]) -> list[dict]:
 
 def thrift_reader(env: dict, out: list[dict], stop: threading.Event) -> None:
     """Reads through one HiveServer2 session, as a dashboard holds one, until `stop`."""
-    from pyhive import hive
-
     conn = None
     while not stop.is_set():
         started = time.time()
         try:
             if conn is None:
-                conn = hive.connect(host=env["CDC_THRIFT_HOST"], port=int(env["CDC_THRIFT_PORT"]),
-                                    username=env["CDC_THRIFT_USER"], auth=env["CDC_THRIFT_AUTH"])
+                conn = thrift_connection(env)
             cursor = conn.cursor()
             cursor.execute(QUERY)
             names = [d[0].rsplit(".", 1)[-1] for d in cursor.description]
@@ -231,10 +220,7 @@ def test_readers_see_whole_builds_through_kills_and_table_services(readers_stack
 
 
 def thrift_query(env: dict, sql: str) -> list[tuple]:
-    from pyhive import hive
-
-    with hive.connect(host=env["CDC_THRIFT_HOST"], port=int(env["CDC_THRIFT_PORT"]),
-                      username=env["CDC_THRIFT_USER"], auth=env["CDC_THRIFT_AUTH"]) as conn:
+    with thrift_connection(env) as conn:
         cursor = conn.cursor()
         cursor.execute(sql)
         return cursor.fetchall()

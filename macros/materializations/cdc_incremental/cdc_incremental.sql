@@ -12,8 +12,8 @@
     late, older event never resurrects it; the view leaves those rows out
     (docs/decisions/silver-one-state-table.md). The view reads the state table's base
     files and the recent table the builds since its last compaction wrote
-    (read_path.sql), each build published to readers in one step. With cdc_deletes='soft' the relation
-    is the table itself, deleted rows flagged in it.
+    (read_path.sql), each build published to readers in one step. With
+    cdc_deletes='soft' the relation is the table itself, deleted rows flagged in it.
       first build / --full-refresh -> full_refresh.sql (rebuild from all of bronze)
       otherwise                    -> resets.sql (a new truncate or re-snapshot deletes
                                       what it supersedes), then merge.sql (one Hudi
@@ -35,8 +35,11 @@
     {#- before anything is read: another process's build of this model may change it -#}
     {%- do cdc_lock_build(target_relation) -%}
     {%- set existing_relation = load_relation(this) -%}
+    {#- a hard-delete model's view names what it reads (read_path.sql); read once -#}
+    {%- set view_properties = cdc_table_properties(existing_relation)
+        if existing_relation is not none and existing_relation.is_view else {} -%}
     {%- set full_refresh = existing_relation is none or should_full_refresh()
-        or cdc_validate_state(existing_relation, stored_relation) -%}
+        or cdc_validate_state(existing_relation, stored_relation, view_properties) -%}
 
     {#- Read once per build: none of the steps below changes cdc.* before cdc_finish_build. -#}
     {%- set properties = {} if full_refresh else cdc_table_properties(stored_relation) -%}
@@ -75,7 +78,7 @@
         {#- hard deletes: the view's generations (read_path.sql), written before the state
             table and published in one step after it -#}
         {%- set read_path = none if soft
-            else cdc_read_path_state(target_relation, stored_relation, cdc_table_properties(existing_relation)) -%}
+            else cdc_read_path_state(target_relation, stored_relation, view_properties) -%}
         {%- if not soft -%}
             {%- do cdc_write_unpublished(target_relation, stored_relation, primary_key, read_path) -%}
         {%- endif -%}

@@ -30,7 +30,7 @@
         where _cdc_row = 'change'
     {%- endset -%}
     {%- do cdc_create_hudi_table_as(stored_relation, primary_key, state_sql, batch,
-        cdc_state_table_options(partition_by, inline_compaction=false), partition_by) -%}
+        cdc_state_table_options(partition_by), partition_by) -%}
     {%- do cdc_create_read_path(target_relation, stored_relation, primary_key) -%}
     {{ return('full refresh') }}
 {% endmacro %}
@@ -63,7 +63,7 @@
     the model's `hudi_options`; partitioned (`partition_by`, a list of columns), the
     global index of cdc_partition_options instead of the bucket index, which finds a
     key only within its partition (docs/decisions/silver-partitioned-global-index.md). -#}
-{% macro cdc_state_table_options(partition_by=[], inline_compaction=true) %}
+{% macro cdc_state_table_options(partition_by=[]) %}
     {%- set options = {'type': 'mor'} -%}
     {%- if partition_by -%}
         {%- do options.update(cdc_partition_options(partition_by)) -%}
@@ -75,7 +75,7 @@
         }) -%}
     {%- endif -%}
     {%- do options.update({
-        'hoodie.compact.inline': 'true' if inline_compaction else 'false',
+        'hoodie.compact.inline': 'true',
         'hoodie.compact.inline.max.delta.commits': 5,
     }) -%}
     {{ return(options) }}

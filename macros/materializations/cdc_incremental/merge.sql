@@ -7,9 +7,10 @@
     Columns are listed (never `*`, which would drag in Hudi's `_hoodie_*` meta columns).
     Only columns some change left unavailable (Debezium's unchanged-TOAST placeholder)
     are read from the stored rows, for the keys that have them. The rows go to the
-    view's recent table first, in the build's generation `read_path` (read_path.sql); `max_order` is the newest `_cdc_order`
-    the state table holds (its cdc.max_order, none if unknown). Returns the build's
-    result text and the newest `_cdc_order` after it. -#}
+    view's recent table first, in the build's generation `read_path` (read_path.sql);
+    `max_order` is the newest `_cdc_order` the state table holds (its cdc.max_order,
+    none if unknown). Returns the build's result text and the newest `_cdc_order` after
+    it. -#}
 {% macro cdc_merge(target_relation, state_relation, batch, primary_key, max_order, read_path) %}
     {%- set columns = cdc_model_columns() | map(attribute='name') | list -%}
     {%- set changes = cdc_batch_changes(batch) -%}

@@ -142,10 +142,11 @@
 {% endmacro %}
 
 
-{#- The read path exists in this layout: the view names its generations (a model built
-    before them is rebuilt) and the read-optimized table is there. -#}
-{% macro cdc_has_read_path(target_relation, stored_relation) %}
-    {{ return('cdc.generations' in cdc_table_properties(target_relation)
+{#- The read path exists in this layout: the view names its generations (its
+    `view_properties` have them; a model built before them is rebuilt) and the
+    read-optimized table is there. -#}
+{% macro cdc_has_read_path(view_properties, stored_relation) %}
+    {{ return('cdc.generations' in view_properties
         and load_relation(cdc_base_files_relation(stored_relation)) is not none) }}
 {% endmacro %}
 

@@ -168,8 +168,9 @@
 {#- Whether the build rebuilds instead of merging: the model's relation is not what this
     layout keeps (a hard-delete model's table of the layout before the state table, its
     state table gone), or cdc_rebuild_reason gives a reason. A soft-delete model's
-    relation that is a view is refused: it is not a table this materialization built. -#}
-{% macro cdc_validate_state(existing_relation, stored_relation) %}
+    relation that is a view is refused: it is not a table this materialization built.
+    `view_properties`: a hard-delete model's view's properties (cdc_has_read_path). -#}
+{% macro cdc_validate_state(existing_relation, stored_relation, view_properties) %}
     {%- set soft = cdc_delete_mode() == 'soft' -%}
     {%- set reason = none -%}
     {%- if soft and existing_relation.is_view -%}
@@ -183,7 +184,7 @@
         {%- set reason = "its state table " ~ stored_relation ~ " is missing" -%}
     {%- else -%}
         {%- set reason = cdc_rebuild_reason(stored_relation) -%}
-        {%- if reason is none and not soft and not cdc_has_read_path(existing_relation, stored_relation) -%}
+        {%- if reason is none and not soft and not cdc_has_read_path(view_properties, stored_relation) -%}
             {%- set reason = "its view reads the state table of a layout before the recent table "
                 ~ cdc_recent_relation(existing_relation) ~ " (docs/decisions/silver-read-path.md)" -%}
         {%- endif -%}
