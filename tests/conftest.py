@@ -49,6 +49,7 @@ time.tzset()  # PySpark turns timestamps into local datetimes: make local = UTC
 # out first, so the two workers finish together; the rest keep their order.
 LONGEST_FIRST = (
     "tests/e2e",
+    "tests/crash/test_atomic_reads.py",
     "tests/bench/test_bench_smoke.py",
     "tests/integration/test_pipeline.py",
     "tests/property/test_cdc_properties.py",

@@ -1,15 +1,15 @@
-"""Silver reads are atomic (docs/decisions/silver-atomic-reads.md): while builds of
-silver.actor run, are SIGKILLed at each of their steps and run again, and the runner's
-table services compact, clean and archive its state table, two readers in other
+"""Silver reads are atomic (docs/decisions/silver-atomic-reads.md): while passes of the
+runner (ingestion, the build of silver.actor, the table services: compaction, cleaning,
+archival) run, and passes are SIGKILLed at each step of their build, two readers in other
 processes read silver.actor again and again: a Spark session on the shared metastore
 (tests/crash/read_loop.py) and a HiveServer2 session on a Spark Thrift Server. Every
 read must succeed and equal the oracle's state after some batch, and a reader's reads
 must never go back to an older batch.
 
-The metastore is shared in PostgreSQL (the stack's `metastore` component), so the builds,
-the ingestion, the services and the readers are processes of their own, as they are for
-a team that points dashboards at silver. The Thrift Server runs on `local[1]`
-(CDC_THRIFT_MASTER) instead of a cluster.
+The metastore is shared in PostgreSQL (the stack's `metastore` component), so the runner
+and the readers are processes of their own, as they are for a team that points
+dashboards at silver. The Thrift Server runs on `local[1]` (CDC_THRIFT_MASTER) instead
+of a cluster.
 
 Budget: at least CDC_ATOMIC_READS reads (default 200) while builds run, and at least one
 kill at each step of a build; `make test-long` asks for more. The counts are written to
@@ -41,7 +41,6 @@ SEED = 20261206
 PORT_OFFSET = 40
 REPORT = ROOT / "build" / "reports" / "atomic_reads.json"
 PYTHON = sys.executable
-DBT = str(Path(sys.executable).parent / "dbt")
 QUERY = "select actor_id, first_name, last_name, last_update from silver.actor order by actor_id"
 # A build's steps, by the statement dbt logs as it starts it: the batch, the new generation
 # of the recent table, the state table's upsert, the view's swap, the watermark.
@@ -49,7 +48,7 @@ STEPS = {
     "batch": "create table silver.actor__cdc_batch",
     "recent": "partition (cdc_generation",
     "upsert": "insert into silver.actor__cdc_state",
-    "publish": "create or replace view silver.actor",
+    "publish": "alter view silver.actor as",
     "watermark": "'cdc.watermark'",
 }
 
@@ -133,14 +132,21 @@ def test_readers_see_whole_builds_through_kills_and_table_services(readers_stack
     stream = actor_stream(rng, transactions=16 * 8, keys=12, batches=16)
     env = {**os.environ, **readers_stack["metastore_env"], "CDC_LAKEHOUSE_DIR": str(base / "lakehouse"),
            "DBT_PROFILES_DIR": str(ROOT / "profiles"), "TZ": "UTC", "PYTHONPATH": str(ROOT)}
-    ingest = [PYTHON, "-m", "ingestion", "--input", str(landing)]
-    dbt_args = ["--select", "actor", "--project-dir", str(ROOT), "--target-path", str(base / "target"),
-                "--log-path", str(logs / "dbt")]
-    dbt_run = [DBT, "run", *dbt_args]
-    # after a kill: the killed build's lock is stale (no other build runs here)
-    dbt_rerun = [DBT, "run", *dbt_args, "--vars", json.dumps({"cdc_build_lock_max_age_hours": 0})]
-    services = [PYTHON, "-m", "tests.crash.table_services", str(base / "services.jsonl")]
+    # A pass of the runner, as a schedule runs it: ingestion, `dbt build` of actor, then the
+    # table services (compaction, cleaning to 2 retained commits, so that files go while
+    # readers read; archival). After a kill the killed build's lock is stale (no other build
+    # runs here): its age limit 0 lets the next pass take it over.
+    reports = base / "reports"
+    reports.mkdir()
+    env.update(DBT_LOG_PATH=str(logs / "dbt"), DBT_TARGET_PATH=str(base / "target"))
+
+    def runner_pass(name: str) -> list[str]:
+        return [PYTHON, "-m", "runner", "--once", "--input", str(landing), "--table-services",
+                "--retain-commits", "2", "--report", str(reports / f"{name}.json"),
+                "--dbt-arg=--select", "--dbt-arg=actor",
+                "--dbt-arg=--vars", "--dbt-arg=" + json.dumps({"cdc_build_lock_max_age_hours": 0})]
     dbt_log = logs / "dbt" / "dbt.log"
+    runner_log = logs / "runner.log"
 
     # The oracle after each batch; consecutive states differ, or a stale read would pass.
     batch_dirs = [stream.write_batch(n, base / "batches" / str(n)) for n in range(len(stream.batches))]
@@ -149,8 +155,7 @@ def test_readers_see_whole_builds_through_kills_and_table_services(readers_stack
     assert all(a != b for a, b in zip(states, states[1:])), "two consecutive batches leave the same state"
 
     stream.write_batch(0, landing)
-    finish(ingest, env, logs / "ingestion.log")
-    finish(dbt_run, env, logs / "dbt-stdout.log")
+    finish(runner_pass("0"), env, runner_log)
 
     spark_reads, thrift_reads, stop = base / "spark-reads.jsonl", [], threading.Event()
     stop_file = base / "stop-reading"
@@ -168,12 +173,9 @@ def test_readers_see_whole_builds_through_kills_and_table_services(readers_stack
         for batch in range(1, len(stream.batches)):
             step = plan[(batch - 1) % len(plan)]
             stream.write_batch(batch, landing)
-            finish(ingest, env, logs / "ingestion.log")
-            if kill_at(dbt_run, env, logs / "dbt-stdout.log", dbt_log, STEPS[step], rng):
+            if kill_at(runner_pass(f"{batch}-killed"), env, runner_log, dbt_log, STEPS[step], rng):
                 kills[step] += 1
-            finish(dbt_rerun, env, logs / "dbt-stdout.log")
-            if batch % 2 == 0:  # compaction, cleaning and archival between builds, as the runner runs them
-                finish(services, env, logs / "services.log")
+            finish(runner_pass(str(batch)), env, runner_log)  # a whole pass: the build and the services
             rounds = batch
             if min(kills.values()) > 0 and spark_read_count() + len(thrift_reads) >= MIN_READS:
                 break
@@ -200,7 +202,13 @@ def test_readers_see_whole_builds_through_kills_and_table_services(readers_stack
                              f"e.g. {neither[0]['rows']}")
         assert matched == sorted(matched), f"{name} reader went back to an older state: {matched}"
         assert len(set(matched)) >= 3, f"{name} reader saw {len(set(matched))} states: the test proved little"
-    services_runs = [json.loads(line) for line in (base / "services.jsonl").read_text().splitlines()]
+    services_runs = []
+    for n in range(rounds + 1):
+        done = [t for t in json.loads((reports / f"{n}.json").read_text())["table_services"] or []
+                if t["table"].endswith("actor__cdc_state")]
+        assert not [t["error"] for t in done if t["error"]], f"the table services failed: {done}"
+        services_runs.append({"compactions": sum(len(t["compactions"]) for t in done),
+                              "files_cleaned": sum(t["files_cleaned"] for t in done)})
     report["services"] = services_runs
     REPORT.parent.mkdir(parents=True, exist_ok=True)
     REPORT.write_text(json.dumps(report, indent=2) + "\n")

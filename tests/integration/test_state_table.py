@@ -296,7 +296,9 @@ def test_rows_written_by_hand_reach_the_view_with_a_build(spark, landing: Path):
     does not show it yet (its base files and generations are as they were) and the
     runner's compaction leaves the table alone; a build publishes it, with new bronze
     data or, without any, when told to (var cdc_publish), and a compaction after that
-    keeps it (read_path.sql: cdc_write_unpublished)."""
+    keeps it (read_path.sql: cdc_write_unpublished). A build alters the view in place
+    (a drop and a create would leave readers a moment without it), and a build killed
+    between the view's new text and its properties leaves nothing unpublished behind."""
     def names() -> dict[int, str]:
         return dict(spark.sql("select actor_id, first_name from silver.actor").collect())
 
@@ -315,3 +317,23 @@ def test_rows_written_by_hand_reach_the_view_with_a_build(spark, landing: Path):
     assert spark.sql(f"call run_compaction(op => 'scheduleAndExecute', table => 'silver.{STATE}', "
                      "options => 'hoodie.compact.inline.max.delta.commits=1')").collect(), "no compaction ran"
     assert names() == {1: "HANDS", 2: "BOBBY"}
+
+    # the build's swap alters the view: the metastore keeps the view it created
+    def created() -> str:
+        return dict((r[0], r[1]) for r in spark.sql("describe table extended silver.actor").collect())["Created Time"]
+
+    def properties() -> dict[str, str]:
+        return {k: v for k, v in spark.sql("show tblproperties silver.actor").collect() if k.startswith("cdc.")}
+
+    view_created, earlier = created(), properties()
+    land_and_build(spark, landing, batches, 3, [event("u", 30, 2, "BOBO"), event("c", 31, 3, "CARL")])
+    assert created() == view_created
+    assert names() == {1: "HANDS", 2: "BOBO", 3: "CARL"}
+    # as a build killed after the view's new text, before its properties, leaves them
+    spark.sql("alter view silver.actor set tblproperties ("
+              + ", ".join(f"'{k}' = '{v}'" for k, v in earlier.items()) + ")")
+    assert names() == {1: "HANDS", 2: "BOBO", 3: "CARL"}
+    assert table_services.unpublished(spark, f"silver.{STATE}"), "the runner would compact the killed build's rows"
+    land_and_build(spark, landing, batches, 5, [event("u", 40, 1, "ANNE")])
+    assert names() == {1: "ANNE", 2: "BOBO", 3: "CARL"}
+    assert not table_services.unpublished(spark, f"silver.{STATE}")

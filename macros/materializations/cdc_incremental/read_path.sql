@@ -81,65 +81,90 @@
         using parquet
         partitioned by (cdc_generation)
     {%- endcall -%}
-    {%- do cdc_publish_view(target_relation, primary_key, [], cdc_newest_instants(stored_relation, 1)[0]) -%}
+    {%- do cdc_publish_view(target_relation, primary_key, [], cdc_newest_instants(stored_relation, 1)[0], created=true) -%}
 {% endmacro %}
 
 
 {#- The model's view over the base files and the recent table's `generations` (a list of
-    numbers; none: the base files alone), in one metastore change (CREATE OR REPLACE
-    VIEW), with the generations and `published` (the state table's newest instant they
-    hold: the runner compacts no table with a newer one) as view properties. Base rows
-    committed after `published` are left out: a Hudi write adds a base file at once
-    where it creates a file group, and a compaction keeps each row's commit time. Each
-    key's newest recent row wins; of two of equal order, the later generation's, as
-    Hudi lets the later write win (a row written by hand keeps its order), and in one
-    generation a reset's tombstone, written after the row it supersedes. -#}
-{% macro cdc_publish_view(target_relation, primary_key, generations, published) %}
-    {%- set columns = cdc_state_columns() -%}
-    {%- call statement('cdc_publish_view') -%}
-        create or replace view {{ target_relation }}
+    numbers; none: the base files alone), with the generations and `published` (the
+    state table's newest instant they hold: the runner compacts no table with a newer
+    one) as view properties. `created`: after a full refresh, which promises readers nothing.
+    Else readers switch in one metastore change, ALTER VIEW ... AS (CREATE OR REPLACE
+    VIEW drops the view and creates it again: a read between the two finds no view);
+    the properties follow in a second change, so that a build killed between the two
+    leaves them behind the view's text, never ahead: the next build then publishes
+    again the rows of the killed one (cdc_write_unpublished) and the runner compacts
+    nothing they hold. -#}
+{% macro cdc_publish_view(target_relation, primary_key, generations, published, created=false) %}
+    {%- set properties -%}
         tblproperties (
             'cdc.generations' = '{{ generations | join(",") }}',
             'cdc.published' = {{ cdc_string_literal(published[0] if published else '') }}
         )
-        as
-        with recent as (
-            select `{{ columns | join('`, `') }}`
-            from (
-                select
-                    *,
-                    row_number() over (
-                        partition by `{{ primary_key | join('`, `') }}`
-                        order by
-                            _cdc_order desc,
-                            cdc_generation desc,
-                            _cdc_op = {{ cdc_string_literal(cdc_delete_marker()) }} desc
-                    ) as _cdc_rank
-                from {{ cdc_recent_relation(target_relation) }}
-                where {{ 'cdc_generation in (' ~ generations | join(', ') ~ ')' if generations else 'false' }}
-            ) as ranked
-            where _cdc_rank = 1
-        ),
-
-        current_rows as (
-            select base.`{{ columns | join('`, base.`') }}`
-            from {{ cdc_base_files_relation(cdc_state_relation(target_relation)) }} as base
-            left anti join recent
-                on {{ cdc_key_join('base', 'recent', primary_key) }}
-            {#- a write that creates a file group (a key in a new bucket) adds a base file at
-                once: only rows committed by the published instant -#}
-            where base._hoodie_commit_time <= {{ cdc_string_literal(published[0] if published else '') }}
-            union all
-            select recent.`{{ columns | join('`, recent.`') }}`
-            from recent
-            where recent._cdc_op != {{ cdc_string_literal(cdc_delete_marker()) }}
-        )
-
-        select `{{ cdc_silver_columns() | join('`, `') }}`
-        from current_rows
-        where not _cdc_deleted
-    {%- endcall -%}
+    {%- endset -%}
+    {%- if created -%}
+        {%- call statement('cdc_publish_view') -%}
+            create or replace view {{ target_relation }}
+            {{ properties }}
+            as
+            {{ cdc_view_sql(target_relation, primary_key, generations, published) }}
+        {%- endcall -%}
+    {%- else -%}
+        {%- call statement('cdc_publish_view') -%}
+            alter view {{ target_relation }} as
+            {{ cdc_view_sql(target_relation, primary_key, generations, published) }}
+        {%- endcall -%}
+        {%- call statement('cdc_publish_view_properties') -%}
+            alter view {{ target_relation }} set {{ properties }}
+        {%- endcall -%}
+    {%- endif -%}
 {% endmacro %}
+
+
+{#- The view's query (cdc_publish_view). Base rows committed after `published` are left
+    out: a Hudi write adds a base file at once where it creates a file group, and a
+    compaction keeps each row's commit time. Each key's newest recent row wins; of two
+    of equal order, the later generation's, as Hudi lets the later write win (a row
+    written by hand keeps its order), and in one generation a reset's tombstone,
+    written after the row it supersedes. -#}
+{% macro cdc_view_sql(target_relation, primary_key, generations, published) %}
+    {%- set columns = cdc_state_columns() -%}
+    with recent as (
+        select `{{ columns | join('`, `') }}`
+        from (
+            select
+                *,
+                row_number() over (
+                    partition by `{{ primary_key | join('`, `') }}`
+                    order by
+                        _cdc_order desc,
+                        cdc_generation desc,
+                        _cdc_op = {{ cdc_string_literal(cdc_delete_marker()) }} desc
+                ) as _cdc_rank
+            from {{ cdc_recent_relation(target_relation) }}
+            where {{ 'cdc_generation in (' ~ generations | join(', ') ~ ')' if generations else 'false' }}
+        ) as ranked
+        where _cdc_rank = 1
+    ),
+
+    current_rows as (
+        select base.`{{ columns | join('`, base.`') }}`
+        from {{ cdc_base_files_relation(cdc_state_relation(target_relation)) }} as base
+        left anti join recent
+            on {{ cdc_key_join('base', 'recent', primary_key) }}
+        {#- a write that creates a file group (a key in a new bucket) adds a base file at
+            once: only rows committed by the published instant -#}
+        where base._hoodie_commit_time <= {{ cdc_string_literal(published[0] if published else '') }}
+        union all
+        select recent.`{{ columns | join('`, recent.`') }}`
+        from recent
+        where recent._cdc_op != {{ cdc_string_literal(cdc_delete_marker()) }}
+    )
+
+    select `{{ cdc_silver_columns() | join('`, `') }}`
+    from current_rows
+    where not _cdc_deleted
+{%- endmacro %}
 
 
 {#- The read path exists in this layout: the view names its generations (its
