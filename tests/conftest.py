@@ -46,22 +46,23 @@ time.tzset()  # PySpark turns timestamps into local datetimes: make local = UTC
 # service is the bottleneck (docs/decisions/test-suite-jvm-tiers.md). A module's tests
 # stay on one worker, as they share module fixtures (one build serves many checks), and
 # the CDC stack's modules too (one stack on fixed ports). The longest groups are handed
-# out first, so the two workers finish together; the rest keep their order.
+# out first, so the two workers finish together; the rest keep their order. (xdist's own
+# order, by number of tests, would hand out last the one-test modules that take longest.)
 LONGEST_FIRST = (
     "tests/e2e",
-    "tests/crash/test_atomic_reads.py",
     "tests/bench/test_bench_smoke.py",
     "tests/integration/test_pipeline.py",
+    "tests/crash/test_atomic_reads.py",
+    "tests/integration/test_shared_metastore.py",
+    "tests/runner_loop/test_runner.py",
+    "tests/integration/test_state_table.py",
     "tests/property/test_cdc_properties.py",
     "tests/crash/test_crash_safety.py",
-    "tests/integration/test_state_table.py",
-    "tests/runner_loop/test_runner.py",
-    "tests/integration/test_shared_metastore.py",
+    "tests/integration/test_gold_incremental.py",
     "tests/integration/test_table_services.py",
     "tests/integration/test_onboarding.py",
     "tests/integration/test_runner_selection.py",
     "tests/integration/test_partitioned_silver.py",
-    "tests/integration/test_gold_incremental.py",
     "tests/integration/test_orchestration.py",
     "tests/integration/test_object_storage.py",
     "tests/integration/test_schema_change.py",
@@ -84,6 +85,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     # xdist's own `--dist loadgroup` does not group under pytest 9.2: it renames node ids
     # through an attribute pytest no longer reads (pytest-dev/pytest-xdist#1386).
     from xdist.scheduler import LoadFileScheduling
+
+    config.option.loadscopereorder = False  # keep LONGEST_FIRST's order
 
     class RunGroupScheduling(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from core.spark import get_session
 
-READ_PAUSE = 1.0  # seconds between reads: the builds share two cores with the readers
+READ_PAUSE = 2.0  # seconds between reads: the builds share two cores with the readers and the other worker
 QUERY = "select actor_id, first_name, last_name, last_update from silver.actor order by actor_id"
 
 
