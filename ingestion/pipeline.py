@@ -30,7 +30,12 @@ log = logging.getLogger(__name__)
 # For the cache a run keeps between its counts and its writes. Spark's columnar cache
 # compression saved little memory here and made the cache slower to build
 # (docs/decisions/bronze-bulk-insert-and-codecs.md).
-CACHE_SETTINGS = {"spark.sql.inMemoryColumnarStorage.compressed": "false"}
+# Parquet sink files are read with a schema that takes decimals as their stored bytes
+# (ingestion.formats.parquet_files), which only Spark's vectorized reader honours: the row
+# reader converts the file's own type first and fails on Connect's 64-digit decimals. A
+# Hudi read earlier in the same session (the gold models' incremental reads) leaves it off.
+CACHE_SETTINGS = {"spark.sql.inMemoryColumnarStorage.compressed": "false",
+                  "spark.sql.parquet.enableVectorizedReader": "true"}
 # For the action that builds that cache. With adaptive execution, Spark 3.5 builds a cache
 # in a job of its own and then reads it back for the action; without, one stage builds
 # it and counts it. The counts are a few rows per file split: one reducer is plenty

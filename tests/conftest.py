@@ -36,7 +36,10 @@ os.environ["DBT_LOG_PATH"] = str(_RUN_DIR / "dbt-logs")
 # The user's setting is kept for pytest-xdist's workers, which inherit this process's environment.
 _SESSION_JAVA_OPTIONS = os.environ.setdefault("CDC_TEST_SESSION_JAVA_OPTIONS",
                                               os.environ.get("CDC_DRIVER_JAVA_OPTIONS", ""))
-os.environ.setdefault("CDC_DRIVER_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")
+# With C1 alone the JVM reserves 48 MB of code cache, not 240: a process that builds the
+# whole sample fills it, and a full code cache fails queries ("Out of space in CodeCache
+# for adapters").
+os.environ.setdefault("CDC_DRIVER_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m")
 os.environ["TZ"] = "UTC"
 time.tzset()  # PySpark turns timestamps into local datetimes: make local = UTC
 
