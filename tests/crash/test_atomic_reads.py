@@ -11,8 +11,10 @@ and the readers are processes of their own, as they are for a team that points
 dashboards at silver. The Thrift Server runs on `local[1]` (CDC_THRIFT_MASTER) instead
 of a cluster.
 
-Budget: at least CDC_ATOMIC_READS reads (default 200) while builds run, and at least one
-kill at each step of a build; `make test-long` asks for more. The counts are written to
+Budget: one kill at each step of a build, five killed passes in a row (each taking
+over from the one killed before it), then whole passes until the readers have read
+at least CDC_ATOMIC_READS times (default 200) and a compaction and a clean ran;
+`make test-long` asks for more reads. The counts are written to
 build/reports/atomic_reads.json."""
 
 from __future__ import annotations
@@ -129,7 +131,10 @@ def test_readers_see_whole_builds_through_kills_and_table_services(readers_stack
     base = readers_stack["base"]
     landing, logs = base / "landing" / "topics", base / "logs"
     logs.mkdir(parents=True)
-    stream = actor_stream(rng, transactions=16 * 8, keys=12, batches=16)
+    # a batch per pass: the first, five killed, then whole ones until the reads are in;
+    # a larger CDC_ATOMIC_READS needs more passes, hence more batches
+    batches = max(16, 6 + MIN_READS // 30)
+    stream = actor_stream(rng, transactions=batches * 8, keys=12, batches=batches)
     env = {**os.environ, **readers_stack["metastore_env"], "CDC_LAKEHOUSE_DIR": str(base / "lakehouse"),
            "DBT_PROFILES_DIR": str(ROOT / "profiles"), "TZ": "UTC", "PYTHONPATH": str(ROOT)}
     # A pass of the runner, as a schedule runs it: ingestion, `dbt build` of actor, then the
@@ -164,20 +169,34 @@ def test_readers_see_whole_builds_through_kills_and_table_services(readers_stack
     thread = threading.Thread(target=thrift_reader, args=(readers_stack, thrift_reads, stop), daemon=True)
     thread.start()
     kills = {step: 0 for step in STEPS}
-    plan = list(STEPS)  # one kill at each step, in turn; the run after each kill is a whole build
+    # One kill at each step, in turn, each pass killed on the batch after the last one's:
+    # each takes over from the killed one before it, so it recovers while readers read. Then
+    # whole passes (build and table services, each pass compacting and cleaning) until
+    # the readers have read enough and a compaction and a clean ran.
+    pending = list(STEPS)
+    whole = ["0"]  # the passes that ran to their end, by report name
     rounds = 0
     try:
         def spark_read_count() -> int:
             return len(spark_reads.read_text().splitlines()) if spark_reads.exists() else 0
 
+        def services_ran() -> bool:
+            done = [t for name in whole[1:] for t in services_of(reports / f"{name}.json")]
+            return any(t["compactions"] for t in done) and any(t["files_cleaned"] for t in done)
+
         for batch in range(1, len(stream.batches)):
-            step = plan[(batch - 1) % len(plan)]
             stream.write_batch(batch, landing)
-            if kill_at(runner_pass(f"{batch}-killed"), env, runner_log, dbt_log, STEPS[step], rng):
-                kills[step] += 1
-            finish(runner_pass(str(batch)), env, runner_log)  # a whole pass: the build and the services
             rounds = batch
-            if min(kills.values()) > 0 and spark_read_count() + len(thrift_reads) >= MIN_READS:
+            if pending:
+                name = f"{batch}-killed"
+                if kill_at(runner_pass(name), env, runner_log, dbt_log, STEPS[pending[0]], rng):
+                    kills[pending.pop(0)] += 1
+                else:  # it ended before that step: a whole pass, the step tried again next
+                    whole.append(name)
+                continue
+            finish(runner_pass(str(batch)), env, runner_log)  # a whole pass: the build and the services
+            whole.append(str(batch))
+            if len(whole) >= 3 and spark_read_count() + len(thrift_reads) >= MIN_READS and services_ran():
                 break
     finally:
         stop.set()
@@ -203,11 +222,10 @@ def test_readers_see_whole_builds_through_kills_and_table_services(readers_stack
         assert matched == sorted(matched), f"{name} reader went back to an older state: {matched}"
         assert len(set(matched)) >= 3, f"{name} reader saw {len(set(matched))} states: the test proved little"
     services_runs = []
-    for n in range(rounds + 1):
-        done = [t for t in json.loads((reports / f"{n}.json").read_text())["table_services"] or []
-                if t["table"].endswith("actor__cdc_state")]
+    for name in whole:
+        done = services_of(reports / f"{name}.json")
         assert not [t["error"] for t in done if t["error"]], f"the table services failed: {done}"
-        services_runs.append({"compactions": sum(len(t["compactions"]) for t in done),
+        services_runs.append({"pass": name, "compactions": sum(len(t["compactions"]) for t in done),
                               "files_cleaned": sum(t["files_cleaned"] for t in done)})
     report["services"] = services_runs
     REPORT.parent.mkdir(parents=True, exist_ok=True)
@@ -225,6 +243,12 @@ def test_readers_see_whole_builds_through_kills_and_table_services(readers_stack
                                                        f"'{published}' where not _cdc_deleted"))
     assert normalized([dict(zip(("actor_id", "first_name", "last_name", "last_update"), row)) for row in as_of]) \
         == states[rounds], f"silver.actor__cdc_state as of {published} is not the view's state"
+
+
+def services_of(report: Path) -> list[dict]:
+    """What a pass's table services did on silver.actor's state table, from its report."""
+    return [t for t in json.loads(report.read_text())["table_services"] or []
+            if t["table"].endswith("actor__cdc_state")]
 
 
 def thrift_query(env: dict, sql: str) -> list[tuple]:
