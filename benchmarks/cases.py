@@ -80,6 +80,9 @@ class Scale:
     one_core: bool = True
     # the fixed overhead's small batch, landed and merged as a batch is, only smaller
     small_run: bool = True
+    # also land the first segment into a lakehouse whose metastore exists (INGEST_EXISTING):
+    # the same command on other ground, two processes more
+    existing_lakehouse: bool = True
     # The ingestion and merge comparisons run this many times, alternated, and record
     # each side's median: one landing of the same events varies from one bench run to the
     # next as much as the gap between the sides (docs/reference/benchmark-results.md).
@@ -93,10 +96,11 @@ class Scale:
 SCALES = {
     # make test: each kind of step once, on a toy stream. Not the steps that run the same
     # commands again on other input or another master: the local[1] steps (their ratios and
-    # the one-CPU prefix: tests/unit/test_bench_results.py) and the small batch, a large
-    # share of the smoke's time (docs/operations/tests.md).
+    # the one-CPU prefix: tests/unit/test_bench_results.py), the small batch, a large
+    # share of the smoke's time (docs/operations/tests.md), and the landing into an
+    # existing lakehouse.
     "smoke": Scale("smoke", keys=2_000, history=(6_000,), batch=1_000, small_batch=100, records_per_file=3_000,
-                   rounds=1, one_core=False, small_run=False, format_events=0),
+                   rounds=1, one_core=False, small_run=False, format_events=0, existing_lakehouse=False),
     "small": Scale("small", keys=100_000, history=(300_000, 1_000_000), batch=30_000, small_batch=1_000,
                    records_per_file=100_000),
     # make bench: the issue's sizes
@@ -283,7 +287,7 @@ class Bench:
     def ingestion_round(self, tag: str, last: bool) -> dict[str, Measured]:
         """One round of the comparison, in this order: Hudi's writer, ours on `local[1]`
         (with `one_core`) as is and on one CPU, ours on the bench's master into an
-        existing lakehouse (INGEST_EXISTING), then into an empty one; each into empty
+        existing lakehouse (INGEST_EXISTING, with `existing_lakehouse`), then into an empty one; each into empty
         tables, removed after it, except ours in the `last` round, which lands in the
         main lakehouse."""
         measured: dict[str, Measured] = {}
@@ -297,11 +301,13 @@ class Bench:
             for variant, suffix, pinned in self.local1_runs(INGEST_LOCAL1):
                 measured[variant] = self.ingest("hist1", one_core, "local[1]", f"{suffix}{tag}", pinned)
                 shutil.rmtree(one_core, ignore_errors=True)
-        existing = self.lakehouse("existing")
-        # unmeasured: a run over no files creates the metastore and the bronze schema
-        self.step(f"create_lakehouse{tag}", [PYTHON, "-m", "ingestion", "--input", str(self.empty_topics())], existing)
-        measured[INGEST_EXISTING.format(self.master)] = self.ingest("hist1", existing, tag=f"_existing{tag}")
-        shutil.rmtree(existing, ignore_errors=True)
+        if self.scale.existing_lakehouse:
+            existing = self.lakehouse("existing")
+            # unmeasured: a run over no files creates the metastore and the bronze schema
+            self.step(f"create_lakehouse{tag}", [PYTHON, "-m", "ingestion", "--input", str(self.empty_topics())],
+                      existing)
+            measured[INGEST_EXISTING.format(self.master)] = self.ingest("hist1", existing, tag=f"_existing{tag}")
+            shutil.rmtree(existing, ignore_errors=True)
         target = self.lakehouse() if last else self.lakehouse("scratch")
         measured[f"ours {self.master}"] = self.ingest("hist1", target, tag=tag)
         if not last:

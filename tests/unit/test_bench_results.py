@@ -123,3 +123,32 @@ def test_format_comparison_lands_the_same_events_from_json_then_avro(tmp_path, m
     smoke = cases.Bench(cases.SCALES["smoke"], tmp_path / "smoke")
     smoke.format_comparison()
     assert smoke.results == [] and not (tmp_path / "smoke" / "formats").exists()
+
+
+def test_ingestion_round_lands_into_an_existing_lakehouse_unless_the_scale_leaves_it_out(tmp_path, monkeypatch):
+    """The ingestion comparison's round with its steps stubbed: the landing into a
+    lakehouse whose metastore a run over no files created first, then the main landing;
+    the smoke scale leaves the first out."""
+    from dataclasses import replace
+
+    from benchmarks.measure import Measured
+
+    def stubbed(scale, work):
+        bench, ran = cases.Bench(scale, work), []
+
+        def step(name, argv, lakehouse, *args, **kwargs):
+            ran.append((name, lakehouse.name))
+            return Measured(name, 10.0, 1.0, 1.0, work / f"{name}.log")
+
+        monkeypatch.setattr(bench, "step", step)
+        return bench, ran
+
+    bench, ran = stubbed(replace(cases.SCALES["smoke"], existing_lakehouse=True), tmp_path / "on")
+    measured = bench.ingestion_round("", last=True)
+    assert ran == [("hudi_writer_hist1", "hudi_writer"), ("create_lakehouse", "existing"),
+                   ("ingest_hist1_existing", "existing"), ("ingest_hist1", "main")]
+    assert cases.INGEST_EXISTING.format("local[2]") in measured
+    smoke, ran = stubbed(cases.SCALES["smoke"], tmp_path / "smoke")
+    measured = smoke.ingestion_round("", last=True)
+    assert ran == [("hudi_writer_hist1", "hudi_writer"), ("ingest_hist1", "main")]
+    assert set(measured) == {"Hudi Spark writer (HoodieStreamer's path)", "ours local[2]"}
