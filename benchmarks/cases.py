@@ -287,9 +287,9 @@ class Bench:
     def ingestion_round(self, tag: str, last: bool) -> dict[str, Measured]:
         """One round of the comparison, in this order: Hudi's writer, ours on `local[1]`
         (with `one_core`) as is and on one CPU, ours on the bench's master into an
-        existing lakehouse (INGEST_EXISTING, with `existing_lakehouse`), then into an empty one; each into empty
-        tables, removed after it, except ours in the `last` round, which lands in the
-        main lakehouse."""
+        existing lakehouse (INGEST_EXISTING, with `existing_lakehouse`), then into an
+        empty one; each into empty tables, removed after it, except ours in the `last`
+        round, which lands in the main lakehouse."""
         measured: dict[str, Measured] = {}
         writer = self.lakehouse("hudi_writer")
         measured["Hudi Spark writer (HoodieStreamer's path)"] = self.step(f"hudi_writer_hist1{tag}", [

@@ -171,8 +171,8 @@ def test_readers_see_whole_builds_through_kills_and_table_services(readers_stack
     kills = {step: 0 for step in STEPS}
     # One kill at each step, in turn, each pass killed on the batch after the last one's:
     # each takes over from the killed one before it, so it recovers while readers read. Then
-    # whole passes (build and table services, each pass compacting and cleaning) until
-    # the readers have read enough and a compaction and a clean ran.
+    # whole passes (build and table services, each pass compacting and cleaning), two at
+    # least, until the readers have read enough and a compaction and a clean ran.
     pending = list(STEPS)
     whole = ["0"]  # the passes that ran to their end, by report name
     rounds = 0

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.cli import number
+
 
 @dataclass(frozen=True)
 class Phases:
@@ -52,19 +54,27 @@ def timed(spark: Any, sql: str) -> Phases:
     return Phases(analyzed - started, optimized - analyzed, planned - optimized, done - planned)
 
 
+def setting(text: str) -> tuple[str, str]:
+    """An argparse type: `KEY=VALUE`, a Spark setting."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE")
+    return key, value
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m tools.statement_phases",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="+", type=Path, help="files of one query each")
-    parser.add_argument("--runs", type=int, default=5, help="rounds over the files (default 5)")
-    parser.add_argument("--setting", action="append", default=[], metavar="KEY=VALUE",
+    parser.add_argument("--runs", type=number(int, above=0), default=5, help="rounds over the files (default 5)")
+    parser.add_argument("--setting", type=setting, action="append", default=[], metavar="KEY=VALUE",
                         help="a Spark setting for the session, repeatable")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    settings = dict(s.split("=", 1) for s in args.setting)
+    settings = dict(args.setting)
     queries = {path: path.read_text(encoding="utf-8") for path in args.files}
     from core.spark import get_session
 
