@@ -10,12 +10,16 @@ from .proc import cmdline, pid_alive, read_pid
 from .settings import CONFIG_TEMPLATES, Settings
 
 JAVA = os.environ.get("JAVA", "java")
+# The stack's services carry a developer's or a test's trickle of changes on a shared
+# 2-core machine: the JIT's first tier and the serial collector keep their start and
+# snapshot from taking CPU the Spark drivers need (docs/decisions/stack-service-jvms.md).
+SERVICE_JVM = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
 
 
 def java_opts(settings: Settings, service: str) -> list[str]:
     """JVM options every long-running stack JVM gets (log4j2 config, markers for ps)."""
     return [
-        "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=50", "-Djava.awt.headless=true",
+        *SERVICE_JVM, "-Djava.awt.headless=true",
         f"-Dlog4j2.configurationFile={CONFIG_TEMPLATES / 'log4j2.properties'}",
         "-Djava.util.logging.manager=org.apache.logging.log4j.jul.LogManager",
         f"-Dcdc.log.file={settings.log_file(service)}",

@@ -14,7 +14,7 @@ import json
 import urllib.error
 import urllib.request
 
-from .jvm import JAVA, JvmService
+from .jvm import JAVA, SERVICE_JVM, JvmService
 from .proc import pid_alive, port_open, start_detached, stop_pid, wait_until, write_pid
 from .settings import APICURIO_VERSION, HOST, Settings
 
@@ -74,7 +74,7 @@ class SchemaRegistry(JvmService):
         self.base.mkdir(parents=True, exist_ok=True)
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         pid = start_detached(
-            [JAVA, "-Xms64m", "-Xmx384m", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
+            [JAVA, "-Xms64m", "-Xmx384m", *SERVICE_JVM, "-Djava.awt.headless=true",
              f"-Dcdc.stack.service={SERVICE}", f"-Dcdc.stack.dir={self.settings.stack_dir}",
              f"-Dquarkus.http.host={HOST}", f"-Dquarkus.http.port={self.settings.registry_port}",
              "-Dquarkus.log.console.enable=false", "-Dquarkus.log.file.enable=true",
