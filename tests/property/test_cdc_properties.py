@@ -14,8 +14,8 @@ and both an SCD type 2 history model (cdc_history), each checked the same two wa
 
 Budget: four fixed streams of the hardest cases (late events after a delete; a truncate
 and a connector reset; soft-deleted values landing late; late events splitting and
-merging history versions), then CDC_PROPERTY_EXAMPLES random streams (default 1, `make
-test-long` runs 16) from a fixed seed (CDC_PROPERTY_SEED). Shrinking is off: one example costs real Hudi commits,
+merging history versions), then CDC_PROPERTY_EXAMPLES random streams (default 0: `make
+test` runs the four; `make test-long` adds 16) from a fixed seed (CDC_PROPERTY_SEED). Shrinking is off: one example costs real Hudi commits,
 so a failure reports the stream as drawn, with its description.
 """
 
@@ -40,7 +40,7 @@ from .streams import (SOURCES, Source, Stream, change_streams, history_versions_
 
 pytestmark = pytest.mark.integration
 
-EXAMPLES = int(os.environ.get("CDC_PROPERTY_EXAMPLES", "1"))
+EXAMPLES = int(os.environ.get("CDC_PROPERTY_EXAMPLES", "0"))
 SEED = int(os.environ.get("CDC_PROPERTY_SEED", "20261122"))
 META = ["_cdc_op", "_cdc_order", "_cdc_source_ts", "_cdc_commit_time"]
 SOFT_META = ["_cdc_is_deleted", "_cdc_deleted_at", "_cdc_values_order"]
@@ -143,8 +143,8 @@ def tables_with_meta(spark, source: Source) -> list[list[dict]]:
     return tables
 
 
-@settings(max_examples=EXAMPLES, deadline=None, database=None, print_blob=True,
-          phases=[Phase.explicit, Phase.generate],
+@settings(max_examples=max(EXAMPLES, 1), deadline=None, database=None, print_blob=True,
+          phases=[Phase.explicit, Phase.generate] if EXAMPLES else [Phase.explicit],
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
                                  HealthCheck.data_too_large])
 @seed(SEED)
