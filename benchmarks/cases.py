@@ -83,6 +83,11 @@ class Scale:
     # also land the first segment into a lakehouse whose metastore exists (INGEST_EXISTING):
     # the same command on other ground, two processes more
     existing_lakehouse: bool = True
+    # also land the first segment from a Kafka topic of a broker of the bench's own; the
+    # smoke leaves it out (a broker start and an ingestion start: tests/bench/test_generator_kafka.py
+    # lands the generator's topic in the test session, tests/unit/test_bench_results.py runs
+    # the case with its broker and steps stubbed)
+    kafka: bool = True
     # The ingestion and merge comparisons run this many times, alternated, and record
     # each side's median: one landing of the same events varies from one bench run to the
     # next as much as the gap between the sides (docs/reference/benchmark-results.md).
@@ -97,10 +102,11 @@ SCALES = {
     # make test: each kind of step once, on a toy stream. Not the steps that run the same
     # commands again on other input or another master: the local[1] steps (their ratios and
     # the one-CPU prefix: tests/unit/test_bench_results.py), the small batch, a large
-    # share of the smoke's time (docs/operations/tests.md), and the landing into an
-    # existing lakehouse.
+    # share of the smoke's time (docs/operations/tests.md), the landing into an existing
+    # lakehouse, and the landing from Kafka.
     "smoke": Scale("smoke", keys=2_000, history=(6_000,), batch=1_000, small_batch=100, records_per_file=3_000,
-                   rounds=1, one_core=False, small_run=False, format_events=0, existing_lakehouse=False),
+                   rounds=1, one_core=False, small_run=False, format_events=0, existing_lakehouse=False,
+                   kafka=False),
     "small": Scale("small", keys=100_000, history=(300_000, 1_000_000), batch=30_000, small_batch=1_000,
                    records_per_file=100_000),
     # make bench: the issue's sizes
@@ -363,7 +369,9 @@ class Bench:
         generator produces it (same records, partitions and offsets) to a broker of the
         bench's own, then ours lands it into empty tables, `rounds` times, the
         median recorded. After the file rounds, not between them: the broker stays out of
-        the file comparison."""
+        the file comparison. Left out unless the scale's `kafka`."""
+        if not self.scale.kafka:
+            return
         events = self.events_in("hist1")
         with kafka_broker(self.work / "kafka") as bootstrap:
             try:

@@ -152,3 +152,45 @@ def test_ingestion_round_lands_into_an_existing_lakehouse_unless_the_scale_leave
     measured = smoke.ingestion_round("", last=True)
     assert ran == [("hudi_writer_hist1", "hudi_writer"), ("ingest_hist1", "main")]
     assert set(measured) == {"Hudi Spark writer (HoodieStreamer's path)", "ours local[2]"}
+
+
+def test_kafka_ingestion_lands_from_the_bench_broker_unless_the_scale_leaves_it_out(tmp_path, monkeypatch):
+    """The landing from Kafka with its broker, producer and steps stubbed: the first
+    segment produced to the broker, then `python -m ingestion` reads it from there; the
+    smoke scale starts no broker, and its report says the ratio was not measured."""
+    from contextlib import contextmanager
+    from dataclasses import replace
+
+    from benchmarks.measure import Measured
+
+    brokers, produced, ran = [], [], []
+
+    @contextmanager
+    def broker(folder):
+        brokers.append(folder.name)
+        yield "127.0.0.1:19092"
+
+    monkeypatch.setattr(cases, "kafka_broker", broker)
+    monkeypatch.setattr(cases, "produce_segments", lambda *args: produced.append((args[-2], args[-1])))
+
+    def stubbed(scale, work):
+        bench = cases.Bench(scale, work)
+        bench.manifest = {"counts": {"hist1": {"c": 5, "u": 2, "d": 1}}}  # as the generator's manifest counts
+
+        def step(name, argv, lakehouse, *args, **kwargs):
+            ran.append((name, argv[argv.index("--kafka-bootstrap-servers") + 1], lakehouse.name))
+            return Measured(name, 4.0, 1.0, 1.0, work / f"{name}.log")
+
+        monkeypatch.setattr(bench, "step", step)
+        return bench
+
+    bench = stubbed(replace(cases.SCALES["smoke"], kafka=True), tmp_path / "on")
+    bench.kafka_ingestion()
+    assert brokers == ["kafka"] and produced == [("127.0.0.1:19092", ["hist1"])]
+    assert ran == [("ingest_hist1_kafka", "127.0.0.1:19092", "kafka")]
+    assert [(r.variant, r.events) for r in bench.results] == [("ours from Kafka local[2]", 8)]
+    smoke = stubbed(cases.SCALES["smoke"], tmp_path / "smoke")
+    smoke.kafka_ingestion()
+    assert smoke.results == [] and brokers == ["kafka"] and len(ran) == 1
+    what = "ingestion events/s, ours: from Kafka / from sink files"
+    assert _by_what(results.targets(smoke.results, "local[2]"))[what].measured is None
