@@ -15,13 +15,13 @@ from collections.abc import Sequence
 
 from .errors import StackError
 from .proc import pid_alive, port_open, run, start_detached, stop_pid, wait_until, write_pid
-from .jvm import JAVA, JvmService, java_opts
+from .jvm import JAVA, SERVICE_JVM, JvmService, java_opts
 from .settings import CONFIG_TEMPLATES, Settings
 from .templates import render
 
 SERVICE = "kafka"
 # short-lived tools: small heap, quick start
-TOOL_JVM = ["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto"]
+TOOL_JVM = ["-Xmx256m", *SERVICE_JVM, "-Xshare:auto"]
 
 
 def random_cluster_id() -> str:

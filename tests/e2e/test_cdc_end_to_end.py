@@ -289,10 +289,9 @@ def ingest_avro_and_compare(spark, info, run_dir: Path, topics: list[str]) -> No
     assert not problems, "Avro bronze differs from JSON bronze:\n" + "\n".join(problems)
 
 
-def ingest_and_build(spark, info, run_dir: Path, build: bool = True) -> None:
-    """Land both converters' topics, then `dbt build` (unless not `build`) without the
-    project's data tests: the comparisons with the sources after every build are the
-    stronger check, and tests/integration/test_pipeline.py runs them on the sample."""
+def land(spark, info, run_dir: Path) -> None:
+    """Land both converters' topics: bronze holds each Kafka record once, and the Avro
+    topics' bronze rows equal the JSON ones'."""
     import stack
 
     stack.wait_caught_up(f"{TOPIC_PATTERN}|{AVRO_TOPIC_PATTERN}")
@@ -317,17 +316,23 @@ def ingest_and_build(spark, info, run_dir: Path, build: bool = True) -> None:
     ingest_avro_and_compare(spark, info, run_dir, [t for t in expected if has_avro_twin(t)])
     print(f"JSON ingestion {json_landed - started:.1f}s, Avro ingestion + comparison "
           f"{time.monotonic() - json_landed:.1f}s")
-    ingested = time.monotonic()
-    if build:
-        dbt("build", "--exclude-resource-type", "test", "--exclude-resource-type", "unit_test")
-    print(f"ingestion {ingested - started:.1f}s, dbt build {time.monotonic() - ingested:.1f}s")
+
+
+def land_and_build(spark, info, run_dir: Path) -> None:
+    """Land, then `dbt build` without the project's data tests: the comparisons with the
+    sources after every build are the stronger check, and
+    tests/integration/test_pipeline.py runs them on the sample."""
+    land(spark, info, run_dir)
+    started = time.monotonic()
+    dbt("build", "--exclude-resource-type", "test", "--exclude-resource-type", "unit_test")
+    print(f"dbt build {time.monotonic() - started:.1f}s")
 
 
 def test_snapshot(spark, cdc_stack, run_dir, jdbc_poller):
     """Landed, not built: a full-sample build is the costliest step of the suite, and
     round 1's build takes the snapshot in with its own changes."""
     assert len(jdbc_poller.poll()) == 8
-    ingest_and_build(spark, cdc_stack, run_dir, build=False)
+    land(spark, cdc_stack, run_dir)
 
 
 def test_round_1_workload(spark, cdc_stack, run_dir, jdbc_poller):
@@ -338,7 +343,7 @@ def test_round_1_workload(spark, cdc_stack, run_dir, jdbc_poller):
     polled = jdbc_poller.poll()
     # product 3 changed twice since the last poll: one record, its last state
     assert sorted(row["product_id"] for row in polled) == [2, 3, 9, 10], polled
-    ingest_and_build(spark, cdc_stack, run_dir)
+    land_and_build(spark, cdc_stack, run_dir)
     assert_silver_equals_sources(spark, cdc_stack)
     assert_gold_equals_source_query(spark, cdc_stack)
     assert_outbox_gold_equals_northwind(spark, cdc_stack)
@@ -371,7 +376,7 @@ def test_round_2_with_connect_restart(spark, cdc_stack, run_dir, jdbc_poller):
     run_postgres(cdc_stack, workloads.PRODUCTS_ROUND_2)
     run_mariadb(cdc_stack, workloads.MARIADB_ROUND_2)
     assert [row["product_id"] for row in jdbc_poller.poll()] == [9]  # the delete of 10 is not seen
-    ingest_and_build(spark, cdc_stack, run_dir)
+    land_and_build(spark, cdc_stack, run_dir)
     assert_silver_equals_sources(spark, cdc_stack)
     assert_gold_equals_source_query(spark, cdc_stack)
     assert_outbox_gold_equals_northwind(spark, cdc_stack)

@@ -23,6 +23,21 @@ def _by_what(found: list[results.Target]) -> dict[str, results.Target]:
     return {t.what: t for t in found}
 
 
+def _stub_steps(monkeypatch, bench: cases.Bench, note, seconds=lambda name: 10.0) -> list:
+    """Replace `bench`'s steps (its processes) by a stub that appends `note(name, argv,
+    lakehouse)` to the list returned and reports `seconds(name)`."""
+    from benchmarks.measure import Measured
+
+    ran: list = []
+
+    def step(name, argv, lakehouse, *args, **kwargs):
+        ran.append(note(name, argv, lakehouse))
+        return Measured(name, seconds(name), 1.0, 1.0, bench.work / f"{name}.log")
+
+    monkeypatch.setattr(bench, "step", step)
+    return ran
+
+
 def test_local1_ratios_use_their_own_rows_as_is_and_on_one_cpu():
     events = 100_000
     rows = [
@@ -97,16 +112,9 @@ def test_format_comparison_lands_the_same_events_from_json_then_avro(tmp_path, m
     (schemas off) and as Avro files of the same records, then each landed in turn."""
     from dataclasses import replace
 
-    from benchmarks.measure import Measured
-
     bench = cases.Bench(replace(cases.SCALES["smoke"], format_events=300, records_per_file=100, rounds=2), tmp_path)
-    ran: list[tuple[str, str]] = []
-
-    def step(name, argv, lakehouse, *args, **kwargs):
-        ran.append((name, argv[argv.index("--input") + 1]))
-        return Measured(name, 10.0 if "avro" in name else 20.0, 1.0, 1.0, tmp_path / f"{name}.log")
-
-    monkeypatch.setattr(bench, "step", step)
+    ran = _stub_steps(monkeypatch, bench, lambda name, argv, lakehouse: (name, argv[argv.index("--input") + 1]),
+                      lambda name: 10.0 if "avro" in name else 20.0)
     bench.format_comparison()
     json_topics, avro_topics, events = bench.format_streams()
     assert ran == [(f"ingest_formats_{side}_round{i}", str(topics)) for i in (1, 2)
@@ -131,17 +139,9 @@ def test_ingestion_round_lands_into_an_existing_lakehouse_unless_the_scale_leave
     the smoke scale leaves the first out."""
     from dataclasses import replace
 
-    from benchmarks.measure import Measured
-
     def stubbed(scale, work):
-        bench, ran = cases.Bench(scale, work), []
-
-        def step(name, argv, lakehouse, *args, **kwargs):
-            ran.append((name, lakehouse.name))
-            return Measured(name, 10.0, 1.0, 1.0, work / f"{name}.log")
-
-        monkeypatch.setattr(bench, "step", step)
-        return bench, ran
+        bench = cases.Bench(scale, work)
+        return bench, _stub_steps(monkeypatch, bench, lambda name, argv, lakehouse: (name, lakehouse.name))
 
     bench, ran = stubbed(replace(cases.SCALES["smoke"], existing_lakehouse=True), tmp_path / "on")
     measured = bench.ingestion_round("", last=True)
@@ -161,9 +161,7 @@ def test_kafka_ingestion_lands_from_the_bench_broker_unless_the_scale_leaves_it_
     from contextlib import contextmanager
     from dataclasses import replace
 
-    from benchmarks.measure import Measured
-
-    brokers, produced, ran = [], [], []
+    brokers, produced = [], []
 
     @contextmanager
     def broker(folder):
@@ -176,21 +174,16 @@ def test_kafka_ingestion_lands_from_the_bench_broker_unless_the_scale_leaves_it_
     def stubbed(scale, work):
         bench = cases.Bench(scale, work)
         bench.manifest = {"counts": {"hist1": {"c": 5, "u": 2, "d": 1}}}  # as the generator's manifest counts
+        return bench, _stub_steps(monkeypatch, bench, lambda name, argv, lakehouse: (
+            name, argv[argv.index("--kafka-bootstrap-servers") + 1], lakehouse.name))
 
-        def step(name, argv, lakehouse, *args, **kwargs):
-            ran.append((name, argv[argv.index("--kafka-bootstrap-servers") + 1], lakehouse.name))
-            return Measured(name, 4.0, 1.0, 1.0, work / f"{name}.log")
-
-        monkeypatch.setattr(bench, "step", step)
-        return bench
-
-    bench = stubbed(replace(cases.SCALES["smoke"], kafka=True), tmp_path / "on")
+    bench, ran = stubbed(replace(cases.SCALES["smoke"], kafka=True), tmp_path / "on")
     bench.kafka_ingestion()
     assert brokers == ["kafka"] and produced == [("127.0.0.1:19092", ["hist1"])]
     assert ran == [("ingest_hist1_kafka", "127.0.0.1:19092", "kafka")]
     assert [(r.variant, r.events) for r in bench.results] == [("ours from Kafka local[2]", 8)]
-    smoke = stubbed(cases.SCALES["smoke"], tmp_path / "smoke")
+    smoke, ran = stubbed(cases.SCALES["smoke"], tmp_path / "smoke")
     smoke.kafka_ingestion()
-    assert smoke.results == [] and brokers == ["kafka"] and len(ran) == 1
+    assert smoke.results == [] and brokers == ["kafka"] and ran == []
     what = "ingestion events/s, ours: from Kafka / from sink files"
     assert _by_what(results.targets(smoke.results, "local[2]"))[what].measured is None
