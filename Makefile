@@ -31,7 +31,7 @@ help:
 	@echo "make test              set up if needed, run every test and the SQL lint"
 	@echo "make test-unit         the tests under tests/unit only"
 	@echo "make test-integration  every test but tests/unit and the CDC stack's tests/e2e"
-	@echo "make test-long         the property and crash tests with a large budget"
+	@echo "make test-long         the property, crash and gold tests with a large budget"
 	@echo "make test-cluster      the project on a Spark standalone cluster + Thrift Server (its own stack)"
 	@echo "make lint              sqlfluff on the dbt models"
 	@echo "make bench             the benchmark at full scale (BENCH_SCALE=small: shorter)"
@@ -106,12 +106,15 @@ test-integration: setup
 test-cluster: setup
 	CDC_CLUSTER_TESTS=1 $(BIN)/python -m pytest -q --durations=5 tests/cluster
 
-# The property and crash tests with a large budget (more random change streams, more kills;
-# how long it takes: docs/operations/tests.md; raise CDC_PROPERTY_EXAMPLES / CDC_CRASH_KILLS for more).
+# The property, crash and gold tests with a large budget (more random change streams, more
+# kills, gold as both table types; how long it takes: docs/operations/tests.md; raise
+# CDC_PROPERTY_EXAMPLES / CDC_CRASH_KILLS for more).
 test-long: setup
 	CDC_PROPERTY_EXAMPLES=$${CDC_PROPERTY_EXAMPLES:-16} CDC_CRASH_KILLS=$${CDC_CRASH_KILLS:-3} \
 		CDC_ATOMIC_READS=$${CDC_ATOMIC_READS:-1000} \
-		$(BIN)/python -m pytest -q tests/property tests/crash
+		CDC_ATOMIC_KILL_STEPS="$${CDC_ATOMIC_KILL_STEPS:-batch recent upsert publish watermark}" \
+		CDC_GOLD_TABLE_TYPES="$${CDC_GOLD_TABLE_TYPES:-cow mor}" \
+		$(BIN)/python -m pytest -q tests/property tests/crash tests/integration/test_gold_incremental.py
 
 # The benchmark (not a test): every case at full scale, results and plots into
 # benchmarks/results/ (see benchmarks/README.md). BENCH_SCALE=small for a shorter run.
