@@ -6,11 +6,16 @@ fixture fails the tests with the service's log; nothing is skipped. It is also t
 stack's own smoke test (one stack start for both): the generated credentials are
 checked after `up`, and after `down` no process and no pid file may be left. One stack
 serves every module of tests/e2e (package scope): test_schema_evolution.py adds its own
-scratch connectors and removes them."""
+scratch connectors and removes them.
+
+One lakehouse serves two of them: test_verify.py reconciles the tables
+test_cdc_end_to_end.py landed and built, instead of landing and building them again, so
+it runs right after it (before the modules that empty the project's schemas)."""
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -18,6 +23,10 @@ import pytest
 from stack.proc import pid_alive
 from stack.settings import ports_above_defaults
 
+# The modules that share the lakehouse (e2e_lake), in their order; the others follow.
+LAKE_MODULES = ("test_cdc_end_to_end.py", "test_verify.py")
+# The stack's topics the shared lakehouse lands (the Avro twins land apart).
+LAKE_TOPIC_PATTERN = r"(pagila\.public|mariadb\.movies_db|outbox\.northwind|query\.northwind)\..*"
 # Ports 10 above the `make cdc-up` defaults.
 TEST_PORTS = ports_above_defaults(10)
 CONNECTORS = ("pagila-envelope", "movies-envelope", "northwind-outbox", "pagila-avro", "movies-avro")
@@ -58,3 +67,33 @@ def cdc_stack(run_dir: Path):
         stack.down(purge=False)  # raises if a process of the stack is still running
     assert len(pids) == 5 and not any(pid_alive(pid) for pid in pids), pids
     assert not list((Path(info.stack_dir) / "logs").glob("*.pid"))
+
+
+@dataclass(frozen=True)
+class Lake:
+    """How the shared lakehouse lands the stack's topics: the pattern and the checkpoint
+    of its Kafka ingestion, which a later landing continues from."""
+
+    topic_pattern: str
+    checkpoint: Path
+
+
+@pytest.fixture(scope="package")
+def e2e_lake(spark, run_dir: Path):
+    """The lakehouse test_cdc_end_to_end.py builds and test_verify.py reconciles: the
+    project's schemas empty before the first and after the last module of tests/e2e."""
+    from tests.support.lakehouse import PROJECT_SCHEMAS, drop_schemas
+
+    drop_schemas(spark, PROJECT_SCHEMAS)
+    yield Lake(LAKE_TOPIC_PATTERN, run_dir / "checkpoints" / "e2e")
+    drop_schemas(spark, PROJECT_SCHEMAS)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """LAKE_MODULES first among this folder's tests, in that order; the rest keep theirs."""
+    here = Path(__file__).parent
+    slots = [i for i, item in enumerate(items) if item.path.parent == here]
+    rank = {name: n for n, name in enumerate(LAKE_MODULES)}
+    ordered = sorted((items[i] for i in slots), key=lambda item: rank.get(item.path.name, len(rank)))  # stable
+    for slot, item in zip(slots, ordered):
+        items[slot] = item

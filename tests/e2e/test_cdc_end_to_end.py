@@ -43,16 +43,15 @@ from ingestion.kafka_source import KafkaSource
 from ingestion.registry import SchemaRegistryClient
 from ingestion.naming import table_for_topic
 from tests.e2e import workloads
-from tests.e2e.conftest import AVRO_PAGILA_TABLES
+from tests.e2e.conftest import AVRO_PAGILA_TABLES, LAKE_TOPIC_PATTERN, Lake
 from tests.e2e.jdbc_poller import Poller
 from testdata.debezium import decimal_bytes
 from tests.support.compare import diff
 from tests.support.lakehouse import dbt, silver_rows
 from tests.support.paths import ROOT
 
-pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("empty_project_schemas")]
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("e2e_lake")]
 
-TOPIC_PATTERN = r"(pagila\.public|mariadb\.movies_db|outbox\.northwind|query\.northwind)\..*"
 AVRO_TOPIC_PATTERN = r"(pagila_avro\.public|mariadb_avro\.movies_db)\..*"
 # What one event must give in bronze whichever converter wrote it (times of processing aside).
 BRONZE_EVENT_COLUMNS = ("_shape", "_op", "_deleted", "_before", "_after", "_source_lsn", "_source_binlog_file",
@@ -232,7 +231,7 @@ def kafka_value_counts(spark, bootstrap: str) -> dict[str, int]:
     rows = (
         spark.read.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap)
-        .option("subscribePattern", TOPIC_PATTERN)
+        .option("subscribePattern", LAKE_TOPIC_PATTERN)
         .option("startingOffsets", "earliest")
         .load()
         .where("value is not null")
@@ -289,18 +288,18 @@ def ingest_avro_and_compare(spark, info, run_dir: Path, topics: list[str]) -> No
     assert not problems, "Avro bronze differs from JSON bronze:\n" + "\n".join(problems)
 
 
-def land(spark, info, run_dir: Path) -> None:
+def land(spark, info, run_dir: Path, lake: Lake) -> None:
     """Land both converters' topics: bronze holds each Kafka record once, and the Avro
     topics' bronze rows equal the JSON ones'."""
     import stack
 
-    stack.wait_caught_up(f"{TOPIC_PATTERN}|{AVRO_TOPIC_PATTERN}")
+    stack.wait_caught_up(f"{lake.topic_pattern}|{AVRO_TOPIC_PATTERN}")
     started = time.monotonic()
     summary = run_kafka(
         spark,
         KafkaIngestConfig(
-            source=KafkaSource(bootstrap_servers=info.kafka_bootstrap, topic_pattern=TOPIC_PATTERN),
-            checkpoint=str(run_dir / "checkpoints" / "e2e"),
+            source=KafkaSource(bootstrap_servers=info.kafka_bootstrap, topic_pattern=lake.topic_pattern),
+            checkpoint=str(lake.checkpoint),
         ),
     )
     print(summary.render())
@@ -318,24 +317,24 @@ def land(spark, info, run_dir: Path) -> None:
           f"{time.monotonic() - json_landed:.1f}s")
 
 
-def land_and_build(spark, info, run_dir: Path) -> None:
+def land_and_build(spark, info, run_dir: Path, lake: Lake) -> None:
     """Land, then `dbt build` without the project's data tests: the comparisons with the
     sources after every build are the stronger check, and
     tests/integration/test_pipeline.py runs them on the sample."""
-    land(spark, info, run_dir)
+    land(spark, info, run_dir, lake)
     started = time.monotonic()
     dbt("build", "--exclude-resource-type", "test", "--exclude-resource-type", "unit_test")
     print(f"dbt build {time.monotonic() - started:.1f}s")
 
 
-def test_snapshot(spark, cdc_stack, run_dir, jdbc_poller):
+def test_snapshot(spark, cdc_stack, run_dir, jdbc_poller, e2e_lake):
     """Landed, not built: a full-sample build is the costliest step of the suite, and
     round 1's build takes the snapshot in with its own changes."""
     assert len(jdbc_poller.poll()) == 8
-    land(spark, cdc_stack, run_dir)
+    land(spark, cdc_stack, run_dir, e2e_lake)
 
 
-def test_round_1_workload(spark, cdc_stack, run_dir, jdbc_poller):
+def test_round_1_workload(spark, cdc_stack, run_dir, jdbc_poller, e2e_lake):
     run_postgres(cdc_stack, workloads.POSTGRES_ROUND_1)
     run_postgres(cdc_stack, workloads.NORTHWIND_ROUND_1)
     run_postgres(cdc_stack, workloads.PRODUCTS_ROUND_1)
@@ -343,7 +342,7 @@ def test_round_1_workload(spark, cdc_stack, run_dir, jdbc_poller):
     polled = jdbc_poller.poll()
     # product 3 changed twice since the last poll: one record, its last state
     assert sorted(row["product_id"] for row in polled) == [2, 3, 9, 10], polled
-    land_and_build(spark, cdc_stack, run_dir)
+    land_and_build(spark, cdc_stack, run_dir, e2e_lake)
     assert_silver_equals_sources(spark, cdc_stack)
     assert_gold_equals_source_query(spark, cdc_stack)
     assert_outbox_gold_equals_northwind(spark, cdc_stack)
@@ -362,7 +361,7 @@ def test_round_1_workload(spark, cdc_stack, run_dir, jdbc_poller):
     assert placeholders == 0
 
 
-def test_round_2_with_connect_restart(spark, cdc_stack, run_dir, jdbc_poller):
+def test_round_2_with_connect_restart(spark, cdc_stack, run_dir, jdbc_poller, e2e_lake):
     import stack
 
     run_postgres(cdc_stack, workloads.POSTGRES_ROUND_2_BEFORE_RESTART)
@@ -376,7 +375,7 @@ def test_round_2_with_connect_restart(spark, cdc_stack, run_dir, jdbc_poller):
     run_postgres(cdc_stack, workloads.PRODUCTS_ROUND_2)
     run_mariadb(cdc_stack, workloads.MARIADB_ROUND_2)
     assert [row["product_id"] for row in jdbc_poller.poll()] == [9]  # the delete of 10 is not seen
-    land_and_build(spark, cdc_stack, run_dir)
+    land_and_build(spark, cdc_stack, run_dir, e2e_lake)
     assert_silver_equals_sources(spark, cdc_stack)
     assert_gold_equals_source_query(spark, cdc_stack)
     assert_outbox_gold_equals_northwind(spark, cdc_stack)

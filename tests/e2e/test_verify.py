@@ -1,20 +1,20 @@
 """`python -m verify` on the real stack: silver reconciled with PostgreSQL and MariaDB.
 
-The modules before this one drop the project's schemas when they end (conftest's
-`empty_project_schemas`), so this one lands the stack's topics again, which by then
-hold every change test_cdc_end_to_end.py made, and builds the silver tables that cover
-every type verify canonicalises: char(n) padding (language), decimals, arrays, enums,
-tsvector, unchanged-TOAST text and bytes (film, staff), dates and derived columns
-(customer), ranges and timestamptz (rental), a composite key (film_category), and
-MariaDB's movies. Then:
+It runs right after test_cdc_end_to_end.py, on the lakehouse that module landed and
+built from every change it made (conftest's `e2e_lake`), and reconciles the silver
+tables that cover every type verify canonicalises: char(n) padding (language),
+decimals, arrays, enums, tsvector, unchanged-TOAST text and bytes (film, staff), dates
+and derived columns (customer), ranges and timestamptz (rental), a composite key
+(film_category), and MariaDB's movies. Then:
 
 1. the lake as built is in sync: exit 0, every table's row counts those of the source;
 2. a silver row corrupted and two rows silver keeps that the source does not have (a
    missed delete, one of them under a composite key) are named, with the changed
    column, as real differences (exit 5); silver restored, they are gone;
 3. changes made in the sources but not landed yet are named too, as lag (exit 6);
-4. a runner pass that lands them and builds those tables, with its `--verify` step, ends
-   in sync (exit 0), in the test's own process: Derby admits one process per metastore.
+4. a runner pass that lands them (from where the shared lakehouse's landing stopped) and
+   builds those tables, with its `--verify` step, ends in sync (exit 0), in the test's
+   own process: Derby admits one process per metastore.
 
 The expectations come from what each test changes, never from verify's output.
 PostgreSQL's WAL is read through pg_walinspect, which the superuser installs here and
@@ -32,39 +32,29 @@ import psycopg
 import pymysql
 import pytest
 
-from ingestion.kafka_pipeline import KafkaIngestConfig, run_kafka
-from ingestion.kafka_source import KafkaSource
 from tests.support.lakehouse import dbt
 from verify.cli import main as verify
 
-pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("empty_project_schemas")]
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("e2e_lake")]
 
 PAGILA = ("actor", "language", "film", "film_category", "staff", "customer", "rental")
 TABLES = (*PAGILA, "movies")
-TOPIC_PATTERN = rf"pagila\.public\.({'|'.join(PAGILA)})|mariadb\.movies_db\.movies"
 MISSING_MOVIE = 424242
 MISSING_FILM_CATEGORY = {"film_id": 1, "category_id": 9999}
 
 
-def checkpoint(run_dir: Path) -> Path:
-    return run_dir / "checkpoints" / "verify"
-
-
 @pytest.fixture(scope="module")
-def lake(spark, cdc_stack, run_dir):
-    """The tables above landed and built; pg_walinspect for verify's role."""
+def lake(spark, cdc_stack, e2e_lake):
+    """The tables above as test_cdc_end_to_end.py left them, all built; pg_walinspect for
+    verify's role."""
     import stack
 
-    stack.wait_caught_up(TOPIC_PATTERN)
-    summary = run_kafka(spark, KafkaIngestConfig(
-        source=KafkaSource(bootstrap_servers=cdc_stack.kafka_bootstrap, topic_pattern=TOPIC_PATTERN),
-        checkpoint=str(checkpoint(run_dir))))
-    assert summary.quarantined == 0, summary.render()
-    dbt("run", "--select", *TABLES)
+    built = {row[1] for row in spark.sql("show tables in silver").collect()}
+    assert set(TABLES) <= built, f"silver lacks {sorted(set(TABLES) - built)}: run test_cdc_end_to_end.py first"
     user = cdc_stack.credentials.pg_user
     stack.psql("create extension if not exists pg_walinspect; "
                f'grant execute on function pg_get_wal_records_info(pg_lsn, pg_lsn) to "{user}";')
-    yield
+    yield e2e_lake
     stack.psql("drop extension if exists pg_walinspect;")
 
 
@@ -196,11 +186,11 @@ def test_the_runner_s_verify_step_after_a_pass_that_lands_the_lag(lake, spark, c
     import stack
     from runner.cli import main as runner
 
-    stack.wait_caught_up(TOPIC_PATTERN)
+    stack.wait_caught_up(lake.topic_pattern)
     handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:  # the runner installs its own stop handlers; pytest's come back after
         code = runner(["--once", "--kafka-bootstrap-servers", cdc_stack.kafka_bootstrap,
-                       "--topic-pattern", TOPIC_PATTERN, "--checkpoint", str(checkpoint(run_dir)),
+                       "--topic-pattern", lake.topic_pattern, "--checkpoint", str(lake.checkpoint),
                        "--dbt-arg=--select", "--dbt-arg=actor", "--dbt-arg=movies", "--verify",
                        "--verify-arg=--table=actor", "--verify-arg=--table=movies",
                        f"--verify-arg=--json={run_dir / 'verify' / 'runner.json'}"])
