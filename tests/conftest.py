@@ -140,8 +140,7 @@ def empty_project_schemas(spark):
     """For a module that builds the whole project (`dbt build`, ingestion into `bronze`):
     the run shares one lakehouse, so start from empty project schemas whatever ran
     before, and leave none of them behind."""
-    from tests.support.lakehouse import PROJECT_SCHEMAS, drop_schemas
+    from tests.support import lakehouse
 
-    drop_schemas(spark, PROJECT_SCHEMAS)
-    yield
-    drop_schemas(spark, PROJECT_SCHEMAS)
+    with lakehouse.empty_project_schemas(spark):
+        yield

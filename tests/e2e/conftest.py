@@ -82,11 +82,10 @@ class Lake:
 def e2e_lake(spark, run_dir: Path):
     """The lakehouse test_cdc_end_to_end.py builds and test_verify.py reconciles: the
     project's schemas empty before the first and after the last module of tests/e2e."""
-    from tests.support.lakehouse import PROJECT_SCHEMAS, drop_schemas
+    from tests.support.lakehouse import empty_project_schemas
 
-    drop_schemas(spark, PROJECT_SCHEMAS)
-    yield Lake(LAKE_TOPIC_PATTERN, run_dir / "checkpoints" / "e2e")
-    drop_schemas(spark, PROJECT_SCHEMAS)
+    with empty_project_schemas(spark):
+        yield Lake(LAKE_TOPIC_PATTERN, run_dir / "checkpoints" / "e2e")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

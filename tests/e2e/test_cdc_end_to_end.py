@@ -43,7 +43,7 @@ from ingestion.kafka_source import KafkaSource
 from ingestion.registry import SchemaRegistryClient
 from ingestion.naming import table_for_topic
 from tests.e2e import workloads
-from tests.e2e.conftest import AVRO_PAGILA_TABLES, LAKE_TOPIC_PATTERN, Lake
+from tests.e2e.conftest import AVRO_PAGILA_TABLES, Lake
 from tests.e2e.jdbc_poller import Poller
 from testdata.debezium import decimal_bytes
 from tests.support.compare import diff
@@ -226,12 +226,12 @@ def run_mariadb(info, transactions: list[list[str]]) -> None:
         conn.close()
 
 
-def kafka_value_counts(spark, bootstrap: str) -> dict[str, int]:
+def kafka_value_counts(spark, bootstrap: str, topic_pattern: str) -> dict[str, int]:
     """Records with a value (not tombstones) per topic, read from Kafka in batch mode."""
     rows = (
         spark.read.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap)
-        .option("subscribePattern", LAKE_TOPIC_PATTERN)
+        .option("subscribePattern", topic_pattern)
         .option("startingOffsets", "earliest")
         .load()
         .where("value is not null")
@@ -305,7 +305,7 @@ def land(spark, info, run_dir: Path, lake: Lake) -> None:
     print(summary.render())
     assert summary.quarantined == 0, summary.render()
     # Exactly once: bronze holds each Kafka record with a value once, whatever the runs before did.
-    expected = kafka_value_counts(spark, info.kafka_bootstrap)
+    expected = kafka_value_counts(spark, info.kafka_bootstrap, lake.topic_pattern)
     landed = {
         topic: spark.sql(f"select count(*) from bronze.`{table_for_topic(topic)}`").first()[0]
         for topic in expected

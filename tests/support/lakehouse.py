@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +128,17 @@ def drop_schemas(spark, schemas: Iterable[str]) -> None:
         spark.sql(f"drop database if exists `{schema}` cascade")
         shutil.rmtree(_warehouse(spark) / f"{schema}.db", ignore_errors=True)
     spark.catalog.clearCache()
+
+
+@contextmanager
+def empty_project_schemas(spark) -> Iterator[None]:
+    """The project's schemas empty before the block and after it, whatever ran before: the
+    run shares one lakehouse (conftest's fixtures of that name and e2e_lake)."""
+    drop_schemas(spark, PROJECT_SCHEMAS)
+    try:
+        yield
+    finally:
+        drop_schemas(spark, PROJECT_SCHEMAS)
 
 
 def table_folder(spark, schema: str, table: str) -> Path:
